@@ -1,0 +1,68 @@
+"""Chunkers: Python by ``ast``, docs by headings, recipes; one schema for all."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Chunk", "CHUNK_KINDS"]
+
+CHUNK_KINDS = (
+    "python_symbol",
+    "python_method",
+    "module_doc",
+    "doc_section",
+    "recipe",
+    "pdf_page",
+)
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One retrievable unit (DESIGN 4).
+
+    ``id`` is stable for a given file content: ``path:line_start:line_end``
+    for code, ``path:module`` for module docs, ``path:secN`` for sections.
+    ``metadata`` holds signature, params (name/kind/default/annotation),
+    returns, decorators, docstring, heading, line_start/line_end, page.
+    """
+
+    id: str
+    text: str
+    source_path: str
+    kind: str
+    symbol: str | None = None
+    workflow: str | None = None
+    priority: int = 1
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (one line of ``chunks.jsonl``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        return cls(
+            id=d["id"],
+            text=d.get("text", ""),
+            source_path=d["source_path"],
+            kind=d["kind"],
+            symbol=d.get("symbol"),
+            workflow=d.get("workflow"),
+            priority=int(d.get("priority", 1)),
+            metadata=d.get("metadata") or {},
+        )
+
+    @property
+    def line_start(self) -> int | None:
+        return self.metadata.get("line_start")
+
+    @property
+    def line_end(self) -> int | None:
+        return self.metadata.get("line_end")
+
+    @property
+    def label(self) -> str:
+        """Human label: the symbol for code, the heading for docs."""
+        return self.symbol or self.metadata.get("heading") or self.source_path
