@@ -41,7 +41,16 @@ log = logging.getLogger(__name__)
 #: Prefix under which the recipes shipped with the server appear in the corpus.
 BUNDLED_PREFIX = "assistant_recipes"
 _SKIP_DIRS = frozenset(
-    {"__pycache__", ".git", ".hg", ".svn", "node_modules", ".pycsamt_rag", ".venv", "venv"}
+    {
+        "__pycache__",
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".pycsamt_rag",
+        ".venv",
+        "venv",
+    }
 )
 
 
@@ -90,7 +99,9 @@ def bundled_recipes_dir() -> Path | None:
     return None
 
 
-def fetch_corpus(profile: Profile, dest: Path | None = None, *, quiet: bool = True) -> Path:
+def fetch_corpus(
+    profile: Profile, dest: Path | None = None, *, quiet: bool = True
+) -> Path:
     """Download the profile's sdist with pip and unpack it; return its root.
 
     Idempotent and offline once cached: a completed unpack is marked with a
@@ -98,7 +109,9 @@ def fetch_corpus(profile: Profile, dest: Path | None = None, *, quiet: bool = Tr
     """
     spec = profile.distribution
     if not spec or "==" not in spec:
-        raise CorpusError(f"profile {profile.name!r} names no pinned distribution to fetch")
+        raise CorpusError(
+            f"profile {profile.name!r} names no pinned distribution to fetch"
+        )
     name, version = (s.strip() for s in spec.split("==", 1))
     base = (dest or cache_dir()).expanduser()
     target = base / f"{name}-{version}"
@@ -108,14 +121,25 @@ def fetch_corpus(profile: Profile, dest: Path | None = None, *, quiet: bool = Tr
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix=".fetch-") as tmp:
         cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-            "--disable-pip-version-check", "-d", tmp, spec,
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "-d",
+            tmp,
+            spec,
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
             raise CorpusError(f"pip could not download {spec}: {tail[0]}")
-        archives = [p for p in Path(tmp).iterdir() if p.name.endswith((".tar.gz", ".zip"))]
+        archives = [
+            p for p in Path(tmp).iterdir() if p.name.endswith((".tar.gz", ".zip"))
+        ]
         if not archives:
             raise CorpusError(f"pip downloaded no sdist for {spec}")
         unpack = Path(tmp) / "unpacked"
@@ -136,7 +160,9 @@ def fetch_corpus(profile: Profile, dest: Path | None = None, *, quiet: bool = Tr
 
 
 def discover_root(
-    profile: Profile, explicit: str | Path | None = None, workspace: str | Path | None = None
+    profile: Profile,
+    explicit: str | Path | None = None,
+    workspace: str | Path | None = None,
 ) -> Path:
     """Find the corpus root (DESIGN 3).
 

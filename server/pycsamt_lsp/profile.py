@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-__all__ = ["Profile", "ProfileError", "load_profile", "PROFILE_DIR"]
+__all__ = ["PROFILE_DIR", "Profile", "ProfileError", "load_profile"]
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -77,7 +77,9 @@ class Profile:
         """3 for high-priority implementation areas, 2 for docs, else 1."""
         if any(rel.startswith(h) for h in self.high_priority):
             return 3
-        if any(rel == d or rel.startswith(d.rstrip("/") + "/") for d in self.doc_priority):
+        if any(
+            rel == d or rel.startswith(d.rstrip("/") + "/") for d in self.doc_priority
+        ):
             return 2
         return 1
 
@@ -114,7 +116,9 @@ class Profile:
                 return wf
         return None
 
-    def chunk_workflow(self, rel: str, symbol: str | None, text: str | None) -> str | None:
+    def chunk_workflow(
+        self, rel: str, symbol: str | None, text: str | None
+    ) -> str | None:
         """The workflow of a chunk: keywords first, then the path map."""
         return self.infer_workflow(rel, symbol, text) or self.workflow_for_path(rel)
 
@@ -147,7 +151,9 @@ class Profile:
 
 def _strs(data: dict, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
     value = data.get(key, default)
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, str) for v in value
+    ):
         raise ProfileError(f"profile key {key!r} must be a list of strings")
     return tuple(value)
 
@@ -177,7 +183,9 @@ def profile_from_dict(data: dict, source: str = "") -> Profile:
     try:
         wf_paths = tuple((str(a), str(b)) for a, b in paths)
     except (TypeError, ValueError):
-        raise ProfileError("profile key 'workflow_paths' must be [fragment, workflow] pairs") from None
+        raise ProfileError(
+            "profile key 'workflow_paths' must be [fragment, workflow] pairs"
+        ) from None
     return Profile(
         name=data["name"],
         package=data["package"],
@@ -194,7 +202,9 @@ def profile_from_dict(data: dict, source: str = "") -> Profile:
         high_priority=_strs(prio, "high"),
         doc_priority=_strs(prio, "docs"),
         workflows=_pairs_of_lists(data.get("workflows", {}), "workflows"),
-        identity_markers=_pairs_of_lists(data.get("identity_markers", {}), "identity_markers"),
+        identity_markers=_pairs_of_lists(
+            data.get("identity_markers", {}), "identity_markers"
+        ),
         workflow_paths=wf_paths,
         expansions=_pairs_of_lists(data.get("expansions", []), "expansions"),
         source=source,
@@ -209,7 +219,9 @@ def load_profile(name_or_path: str | Path | None = None) -> Profile:
         path = PROFILE_DIR / f"{ref}.toml"
         if not path.is_file():
             known = ", ".join(sorted(p.stem for p in PROFILE_DIR.glob("*.toml")))
-            raise ProfileError(f"unknown profile {ref!r} (bundled: {known}; or give a .toml path)")
+            raise ProfileError(
+                f"unknown profile {ref!r} (bundled: {known}; or give a .toml path)"
+            )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

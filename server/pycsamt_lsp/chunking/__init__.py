@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Chunk", "CHUNK_KINDS"]
+__all__ = ["CHUNK_KINDS", "Chunk"]
 
 CHUNK_KINDS = (
     "python_symbol",
@@ -66,3 +66,40 @@ class Chunk:
     def label(self) -> str:
         """Human label: the symbol for code, the heading for docs."""
         return self.symbol or self.metadata.get("heading") or self.source_path
+
+
+@dataclass(slots=True)
+class FileChunks:
+    """What chunking one file produced: chunks, the parse tree, or why not."""
+
+    chunks: list[Chunk]
+    tree: Any = None  # ast.Module for Python files (shared with the package model)
+    error: str | None = None
+
+
+def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
+    """Chunk one corpus file by its suffix; never raises for bad content.
+
+    Undecodable or unparsable files produce no chunks and an ``error`` the
+    caller logs and counts.
+    """
+    import ast
+
+    from .docs import chunk_doc
+    from .python import chunk_python
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FileChunks([], None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    if "\x00" in text:
+        return FileChunks([], None, "binary content (NUL byte)")
+    if rel.endswith(".py"):
+        try:
+            tree = ast.parse(text, filename=rel)
+        except (SyntaxError, ValueError) as exc:
+            return FileChunks([], None, f"syntax error: {exc}")
+        return FileChunks(chunk_python(rel, text, profile, tree), tree)
+    recipe_prefix = profile.recipe_dir.rstrip("/") + "/"
+    kind = "recipe" if rel.startswith(recipe_prefix) else "doc_section"
+    return FileChunks(chunk_doc(rel, text, profile, kind=kind))

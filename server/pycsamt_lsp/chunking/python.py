@@ -1,0 +1,341 @@
+"""Python files into symbol chunks, by ``ast`` (never imported or executed).
+
+One chunk per module docstring, per public top-level function and class,
+per documented module constant, and per public method (plus ``__init__``) of
+each top-level class. Indexing by symbol keeps what a user needs to cite and
+call a thing: which class, which function, which parameters.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..profile import Profile
+from . import Chunk
+
+__all__ = ["chunk_python", "format_params", "module_name", "params_of", "signature_of"]
+
+#: Very long bodies are cut so one function cannot dominate term counts.
+MAX_CODE_CHARS = 4000
+
+
+def module_name(rel: str) -> str:
+    """``pycsamt/emtools/ss.py`` -> ``pycsamt.emtools.ss`` (``__init__`` dropped)."""
+    p = rel
+    for suffix in ("/__init__.py", "/__init__.pyi"):
+        if p.endswith(suffix):
+            return p[: -len(suffix)].replace("/", ".")
+    for suffix in (".py", ".pyi"):
+        if p.endswith(suffix):
+            p = p[: -len(suffix)]
+    return p.strip("/").replace("/", ".")
+
+
+def _unparse(node: ast.AST | None) -> str | None:
+    if node is None:
+        return None
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 - odd nodes never break indexing
+        return None
+
+
+class _Source:
+    """Source text of nodes by position: much cheaper than ``ast.unparse``."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def __call__(self, node: ast.AST | None) -> str | None:
+        if node is None:
+            return None
+        try:
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            if l0 == l1:
+                line = self.lines[l0]
+                if line.isascii():
+                    return line[c0:c1]
+                return line.encode("utf-8")[c0:c1].decode("utf-8", "replace")
+            parts = [ln.encode("utf-8") for ln in self.lines[l0 : l1 + 1]]
+            parts[-1] = parts[-1][:c1]
+            parts[0] = parts[0][c0:]
+            return " ".join(p.decode("utf-8", "replace").strip() for p in parts)
+        except (AttributeError, IndexError, TypeError):
+            return _unparse(node)
+
+
+def params_of(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    *,
+    drop_self: bool = True,
+    text=_unparse,
+) -> list[dict]:
+    """Parameters with kind, default and annotation, in declaration order.
+
+    *text* renders an expression node (source slicing when the file's lines
+    are at hand, ``ast.unparse`` otherwise).
+    """
+    _unparse = text  # noqa: N806 - local rebinding keeps the body readable
+    a = node.args
+    out: list[dict] = []
+    positional = [(p, "positional_only") for p in a.posonlyargs] + [
+        (p, "positional_or_keyword") for p in a.args
+    ]
+    first_default = len(positional) - len(a.defaults)
+    for i, (p, kind) in enumerate(positional):
+        if drop_self and i == 0 and p.arg in ("self", "cls"):
+            continue
+        default = (
+            _unparse(a.defaults[i - first_default]) if i >= first_default else None
+        )
+        out.append(
+            {
+                "name": p.arg,
+                "kind": kind,
+                "default": default,
+                "annotation": _unparse(p.annotation),
+            }
+        )
+    if a.vararg:
+        out.append(
+            {
+                "name": a.vararg.arg,
+                "kind": "var_positional",
+                "default": None,
+                "annotation": _unparse(a.vararg.annotation),
+            }
+        )
+    for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        out.append(
+            {
+                "name": p.arg,
+                "kind": "keyword_only",
+                "default": _unparse(d),
+                "annotation": _unparse(p.annotation),
+            }
+        )
+    if a.kwarg:
+        out.append(
+            {
+                "name": a.kwarg.arg,
+                "kind": "var_keyword",
+                "default": None,
+                "annotation": _unparse(a.kwarg.annotation),
+            }
+        )
+    return out
+
+
+def format_params(params: list[dict], *, with_self: bool = False) -> str:
+    """``a, b: int = 1, *args, c=2, **kw`` from :func:`params_of` output."""
+    out: list[str] = ["self"] if with_self else []
+    saw_star = False
+    for i, p in enumerate(params):
+        kind = p["kind"]
+        if kind == "keyword_only" and not saw_star:
+            out.append("*")
+            saw_star = True
+        name = p["name"]
+        if kind == "var_positional":
+            name, saw_star = "*" + name, True
+        elif kind == "var_keyword":
+            name = "**" + name
+        if p.get("annotation"):
+            name += f": {p['annotation']}"
+        if p.get("default") is not None:
+            name += f" = {p['default']}" if p.get("annotation") else f"={p['default']}"
+        out.append(name)
+        nxt = params[i + 1]["kind"] if i + 1 < len(params) else None
+        if kind == "positional_only" and nxt != "positional_only":
+            out.append("/")
+    return ", ".join(out)
+
+
+def signature_of(node: ast.AST, text=_unparse, params: list[dict] | None = None) -> str:
+    """``name(args) -> ret`` for a def, ``class Name(bases)`` for a class."""
+    _unparse = text  # noqa: N806
+    name = getattr(node, "name", "")
+    if isinstance(node, ast.ClassDef):
+        bases = [b for b in (_unparse(x) for x in node.bases) if b]
+        return f"class {name}({', '.join(bases)})" if bases else f"class {name}"
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if params is None:
+            args = _unparse(node.args) or "..."
+        else:
+            first = (node.args.posonlyargs + node.args.args)[:1]
+            with_self = bool(first) and first[0].arg in ("self", "cls")
+            args = format_params(params, with_self=with_self)
+            if with_self and first[0].arg == "cls":
+                args = "cls" + args[4:]
+        ret = _unparse(node.returns)
+        prefix = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
+        return f"{prefix}{name}({args})" + (f" -> {ret}" if ret else "")
+    return name
+
+
+def _class_init(node: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for sub in node.body:
+        if (
+            isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and sub.name == "__init__"
+        ):
+            return sub
+    return None
+
+
+class _FileChunker:
+    """Holds one file's context while its chunks are made."""
+
+    def __init__(
+        self, rel: str, source: str, tree: ast.Module, profile: Profile
+    ) -> None:
+        self.rel = rel
+        self.lines = source.splitlines()
+        self.tree = tree
+        self.profile = profile
+        self.module = module_name(rel)
+        self.priority = profile.priority_for(rel)
+        self.chunks: list[Chunk] = []
+        self.text = _Source(self.lines)
+
+    def code(self, node: ast.AST) -> str:
+        start = getattr(node, "lineno", 1)
+        end = getattr(node, "end_lineno", start) or start
+        code = "\n".join(self.lines[start - 1 : end])
+        if len(code) > MAX_CODE_CHARS:
+            code = code[:MAX_CODE_CHARS] + "\n# ... (truncated)"
+        return code
+
+    def add(self, kind: str, symbol: str, node: ast.AST, doc: str, meta: dict) -> None:
+        start = getattr(node, "lineno", 1)
+        end = getattr(node, "end_lineno", start) or start
+        sig = meta.get("signature") or symbol.rsplit(".", 1)[-1]
+        text = (
+            f"Symbol: {symbol}\nSignature: {sig}\nFile: {self.rel}\n\n"
+            f"Docstring:\n{doc}\n\nCode:\n{self.code(node)}"
+        )
+        meta.update(line_start=start, line_end=end, docstring=doc)
+        self.chunks.append(
+            Chunk(
+                id=f"{self.rel}:{start}:{end}",
+                text=text,
+                source_path=self.rel,
+                kind=kind,
+                symbol=symbol,
+                workflow=self.profile.chunk_workflow(self.rel, symbol, doc),
+                priority=self.priority,
+                metadata=meta,
+            )
+        )
+
+    def function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, kind: str
+    ) -> None:
+        params = params_of(node, text=self.text)
+        self.add(
+            kind,
+            f"{self.module}.{qual}",
+            node,
+            ast.get_docstring(node) or "",
+            {
+                "name": node.name,
+                "signature": signature_of(node, self.text, params),
+                "params": params,
+                "returns": self.text(node.returns),
+                "decorators": [
+                    d for d in (self.text(x) for x in node.decorator_list) if d
+                ],
+            },
+        )
+
+    def klass(self, node: ast.ClassDef) -> None:
+        init = _class_init(node)
+        self.add(
+            "python_symbol",
+            f"{self.module}.{node.name}",
+            node,
+            ast.get_docstring(node) or "",
+            {
+                "name": node.name,
+                "signature": signature_of(node, self.text),
+                "params": params_of(init, text=self.text) if init else [],
+                "returns": None,
+                "bases": [b for b in (self.text(x) for x in node.bases) if b],
+                "decorators": [
+                    d for d in (self.text(x) for x in node.decorator_list) if d
+                ],
+            },
+        )
+        for sub in node.body:
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                not sub.name.startswith("_") or sub.name == "__init__"
+            ):
+                self.function(sub, f"{node.name}.{sub.name}", "python_method")
+
+    def constant(self, node: ast.Assign | ast.AnnAssign, doc: str) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names or names[0].startswith("_"):
+            return
+        self.add(
+            "python_symbol",
+            f"{self.module}.{names[0]}",
+            node,
+            doc,
+            {
+                "name": names[0],
+                "signature": names[0],
+                "params": [],
+                "returns": None,
+                "annotation": self.text(getattr(node, "annotation", None)),
+            },
+        )
+
+    def run(self) -> list[Chunk]:
+        mod_doc = ast.get_docstring(self.tree)
+        if mod_doc:
+            n_lines = max(len(self.lines), 1)
+            self.chunks.append(
+                Chunk(
+                    id=f"{self.rel}:module",
+                    text=f"Module: {self.module}\nFile: {self.rel}\n\n{mod_doc}",
+                    source_path=self.rel,
+                    kind="module_doc",
+                    symbol=self.module,
+                    workflow=self.profile.chunk_workflow(
+                        self.rel, self.module, mod_doc
+                    ),
+                    priority=self.priority,
+                    metadata={
+                        "line_start": 1,
+                        "line_end": n_lines,
+                        "docstring": mod_doc,
+                    },
+                )
+            )
+        body = self.tree.body
+        for i, node in enumerate(body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not node.name.startswith("_"):
+                    self.function(node, node.name, "python_symbol")
+            elif isinstance(node, ast.ClassDef):
+                self.klass(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and i + 1 < len(body):
+                nxt = body[i + 1]
+                if (
+                    isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)
+                ):
+                    self.constant(node, nxt.value.value.strip())
+        return self.chunks
+
+
+def chunk_python(
+    rel: str, source: str, profile: Profile, tree: ast.Module | None = None
+) -> list[Chunk]:
+    """Chunks of one Python file; raises ``SyntaxError`` when it does not parse."""
+    if tree is None:
+        tree = ast.parse(source, filename=rel)
+    return _FileChunker(rel, source, tree, profile).run()

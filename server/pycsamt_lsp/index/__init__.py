@@ -1,0 +1,1 @@
+"""The lexical index: tokenizer, numpy BM25 with incremental updates, persistence."""

@@ -1,0 +1,380 @@
+"""Okapi BM25 in numpy, with segment-style incremental updates.
+
+Layout (Lucene-like, so one saved file costs milliseconds, not a rebuild):
+
+* every document lives in a *slot*; its term ids and term frequencies are
+  kept row-wise (CSR: ``doc_ptr``, ``doc_terms``, ``doc_tfs``) so removing it
+  can decrement document frequencies exactly;
+* a *main* segment holds term-major postings (CSC: ``post_ptr``,
+  ``post_doc``, ``post_tf``) for the slots it was built from;
+* slots added later sit in a small *delta* segment, rebuilt per update;
+  removed slots are masked (``alive``) and their statistics subtracted;
+* ``compacted()`` folds delta and tombstones into a fresh main segment.
+
+Collection statistics (N, avgdl, df) are always exact, so scores equal a full
+rebuild of the same documents (tests check this). Instances are immutable:
+``updated()`` returns a new index sharing unchanged arrays, so readers of the
+old snapshot are never disturbed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+__all__ = ["K1", "B", "BM25Index", "DocTerms"]
+
+K1 = 1.5
+B = 0.75
+#: Fold the delta segment into main once it holds this share of the slots.
+_COMPACT_SHARE = 0.10
+
+DocTerms = tuple[np.ndarray, np.ndarray]  # (term ids int32, tf float32)
+
+
+def _csc(
+    doc_ptr: np.ndarray,
+    doc_terms: np.ndarray,
+    doc_tfs: np.ndarray,
+    slots: np.ndarray,
+    n_terms: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Term-major postings of the given *slots* (row-wise input)."""
+    if len(slots) == 0:
+        return (
+            np.zeros(n_terms + 1, np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.float32),
+        )
+    starts, ends = doc_ptr[slots], doc_ptr[slots + 1]
+    lens = ends - starts
+    idx = np.repeat(
+        starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens
+    ) + np.arange(lens.sum())
+    terms = doc_terms[idx]
+    docs = np.repeat(slots.astype(np.int32), lens)
+    tfs = doc_tfs[idx]
+    order = np.argsort(terms, kind="stable")
+    counts = np.bincount(terms, minlength=n_terms)
+    ptr = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, docs[order], tfs[order]
+
+
+@dataclass(frozen=True, eq=False)
+class BM25Index:
+    """An immutable BM25 index over slots; see the module docstring."""
+
+    vocab: Mapping[str, int]
+    doc_ptr: np.ndarray  # int64, len n_slots + 1
+    doc_terms: np.ndarray  # int32
+    doc_tfs: np.ndarray  # float32
+    doc_len: np.ndarray  # float64, len n_slots
+    alive: np.ndarray  # bool, len n_slots
+    df: np.ndarray  # int64, len n_terms
+    main_ptr: np.ndarray
+    main_doc: np.ndarray
+    main_tf: np.ndarray
+    main_n_slots: int
+    delta_ptr: np.ndarray
+    delta_doc: np.ndarray
+    delta_tf: np.ndarray
+    k1: float = K1
+    b: float = B
+
+    # -- construction --------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls, docs: Sequence[Mapping[str, int]], *, k1: float = K1, b: float = B
+    ) -> BM25Index:
+        """Index term-count mappings, one per slot, from scratch."""
+        vocab: dict[str, int] = {}
+        rows = [cls._encode(d, vocab) for d in docs]
+        doc_ptr, doc_terms, doc_tfs = cls._pack(rows)
+        n_slots = len(rows)
+        doc_len = np.array([float(r[1].sum()) for r in rows], np.float64)
+        alive = np.ones(n_slots, bool)
+        df = np.bincount(doc_terms, minlength=len(vocab)).astype(np.int64)
+        ptr, pdoc, ptf = _csc(
+            doc_ptr, doc_terms, doc_tfs, np.arange(n_slots), len(vocab)
+        )
+        empty = _csc(doc_ptr, doc_terms, doc_tfs, np.zeros(0, np.int64), len(vocab))
+        return cls(
+            vocab,
+            doc_ptr,
+            doc_terms,
+            doc_tfs,
+            doc_len,
+            alive,
+            df,
+            ptr,
+            pdoc,
+            ptf,
+            n_slots,
+            *empty,
+            k1=k1,
+            b=b,
+        )
+
+    @staticmethod
+    def _encode(counts: Mapping[str, int], vocab: dict[str, int]) -> DocTerms:
+        ids = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for t in counts), np.int32, len(counts)
+        )
+        tfs = np.fromiter(counts.values(), np.float32, len(counts))
+        return ids, tfs
+
+    @staticmethod
+    def _pack(rows: Sequence[DocTerms]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lens = np.fromiter((len(r[0]) for r in rows), np.int64, len(rows))
+        ptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        terms = np.concatenate([r[0] for r in rows]) if rows else np.zeros(0, np.int32)
+        tfs = np.concatenate([r[1] for r in rows]) if rows else np.zeros(0, np.float32)
+        return (
+            ptr,
+            terms.astype(np.int32, copy=False),
+            tfs.astype(np.float32, copy=False),
+        )
+
+    # -- statistics ----------------------------------------------------------
+
+    @property
+    def n_slots(self) -> int:
+        return len(self.alive)
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.alive.sum())
+
+    @property
+    def avgdl(self) -> float:
+        n = self.n_docs
+        return float(self.doc_len[self.alive].sum()) / n if n else 0.0
+
+    def idf(self, term_ids: np.ndarray) -> np.ndarray:
+        """Okapi idf with the +1 floor (never negative)."""
+        n = self.n_docs
+        df = self.df[term_ids].astype(np.float64)
+        return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def term_ids(self, tokens: Iterable[str]) -> np.ndarray:
+        """Unique known term ids of *tokens*, in first-seen order."""
+        seen: dict[int, None] = {}
+        for t in tokens:
+            tid = self.vocab.get(t)
+            if tid is not None and self.df[tid] > 0:
+                seen.setdefault(tid, None)
+        return np.fromiter(seen, np.int64, len(seen))
+
+    # -- scoring -------------------------------------------------------------
+
+    def scores(self, tokens: Iterable[str]) -> np.ndarray:
+        """BM25 of every slot for the unique query *tokens* (0 for dead slots)."""
+        out = np.zeros(self.n_slots, np.float64)
+        tids = self.term_ids(tokens)
+        if len(tids) == 0:
+            return out
+        idf = self.idf(tids)
+        avgdl = self.avgdl or 1.0
+        docs_parts, w_parts = [], []
+        for ptr, pdoc, ptf in (
+            (self.main_ptr, self.main_doc, self.main_tf),
+            (self.delta_ptr, self.delta_doc, self.delta_tf),
+        ):
+            starts, ends = ptr[tids], ptr[tids + 1]
+            lens = ends - starts
+            total = int(lens.sum())
+            if not total:
+                continue
+            idx = np.repeat(
+                starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens
+            ) + np.arange(total)
+            d = pdoc[idx]
+            f = ptf[idx].astype(np.float64)
+            dl = self.doc_len[d]
+            w = (
+                np.repeat(idf, lens)
+                * (f * (self.k1 + 1.0))
+                / (f + self.k1 * (1.0 - self.b + self.b * dl / avgdl))
+            )
+            docs_parts.append(d)
+            w_parts.append(w)
+        if docs_parts:
+            d = np.concatenate(docs_parts)
+            w = np.concatenate(w_parts)
+            out += np.bincount(d, weights=w, minlength=self.n_slots)
+        out[~self.alive] = 0.0
+        return out
+
+    # -- updates -------------------------------------------------------------
+
+    def updated(
+        self, remove: Iterable[int], add: Sequence[Mapping[str, int]]
+    ) -> tuple[BM25Index, list[int]]:
+        """A new index without slots *remove* and with *add* in new slots.
+
+        Returns ``(index, new_slot_numbers)``. The vocabulary only grows;
+        unused terms keep ``df == 0`` and are ignored by scoring.
+        """
+        vocab = dict(self.vocab)
+        rows = [self._encode(d, vocab) for d in add]
+        alive = self.alive.copy()
+        df = np.zeros(len(vocab), np.int64)
+        df[: len(self.df)] = self.df
+        for slot in set(remove):
+            if 0 <= slot < len(alive) and alive[slot]:
+                alive[slot] = False
+                s, e = self.doc_ptr[slot], self.doc_ptr[slot + 1]
+                np.subtract.at(df, self.doc_terms[s:e], 1)
+        first = self.n_slots
+        new_slots = list(range(first, first + len(rows)))
+        if rows:
+            ptr_add, terms_add, tfs_add = self._pack(rows)
+            doc_ptr = np.concatenate((self.doc_ptr, ptr_add[1:] + self.doc_ptr[-1]))
+            doc_terms = np.concatenate((self.doc_terms, terms_add))
+            doc_tfs = np.concatenate((self.doc_tfs, tfs_add))
+            lens = np.array([float(r[1].sum()) for r in rows])
+            doc_len = np.concatenate((self.doc_len, lens))
+            alive = np.concatenate((alive, np.ones(len(rows), bool)))
+            np.add.at(df, terms_add, 1)
+        else:
+            doc_ptr, doc_terms, doc_tfs, doc_len = (
+                self.doc_ptr,
+                self.doc_terms,
+                self.doc_tfs,
+                self.doc_len,
+            )
+        n_terms = len(vocab)
+        main_ptr = self.main_ptr
+        if len(main_ptr) < n_terms + 1:  # new terms have no main postings
+            main_ptr = np.concatenate(
+                (main_ptr, np.full(n_terms + 1 - len(main_ptr), main_ptr[-1]))
+            )
+        delta_slots = np.flatnonzero(alive[self.main_n_slots :]) + self.main_n_slots
+        delta = _csc(doc_ptr, doc_terms, doc_tfs, delta_slots, n_terms)
+        new = replace(
+            self,
+            vocab=vocab,
+            doc_ptr=doc_ptr,
+            doc_terms=doc_terms,
+            doc_tfs=doc_tfs,
+            doc_len=doc_len,
+            alive=alive,
+            df=df,
+            main_ptr=main_ptr,
+            delta_ptr=delta[0],
+            delta_doc=delta[1],
+            delta_tf=delta[2],
+        )
+        if len(delta_slots) > _COMPACT_SHARE * max(new.n_docs, 1):
+            new = new.compacted()
+        return new, new_slots
+
+    def compacted(self) -> BM25Index:
+        """Fold the delta segment into main; slot numbers are kept."""
+        n_terms = len(self.vocab)
+        slots = np.flatnonzero(self.alive)
+        main = _csc(self.doc_ptr, self.doc_terms, self.doc_tfs, slots, n_terms)
+        empty = _csc(
+            self.doc_ptr, self.doc_terms, self.doc_tfs, np.zeros(0, np.int64), n_terms
+        )
+        return replace(
+            self,
+            main_ptr=main[0],
+            main_doc=main[1],
+            main_tf=main[2],
+            main_n_slots=self.n_slots,
+            delta_ptr=empty[0],
+            delta_doc=empty[1],
+            delta_tf=empty[2],
+        )
+
+    # -- persistence ---------------------------------------------------------
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Everything needed to restore this index (compacted) without re-tokenizing."""
+        full = self if len(self.delta_doc) == 0 else self.compacted()
+        terms = sorted(full.vocab, key=full.vocab.__getitem__)
+        blob = "\n".join(terms).encode("utf-8")
+        return {
+            "vocab": np.frombuffer(blob, np.uint8),
+            "doc_ptr": full.doc_ptr,
+            "doc_terms": full.doc_terms,
+            "doc_tfs": full.doc_tfs,
+            "doc_len": full.doc_len,
+            "alive": full.alive,
+            "df": full.df,
+            "main_ptr": full.main_ptr,
+            "main_doc": full.main_doc,
+            "main_tf": full.main_tf,
+            "params": np.array([full.k1, full.b, full.main_n_slots], np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, a: Mapping[str, np.ndarray]) -> BM25Index:
+        """Inverse of :meth:`arrays`; raises ``ValueError`` on inconsistent input."""
+        blob = bytes(a["vocab"]).decode("utf-8")
+        terms = blob.split("\n") if blob else []
+        vocab = {t: i for i, t in enumerate(terms)}
+        k1, b, main_n = (float(x) for x in a["params"])
+        n_slots = len(a["alive"])
+        if (
+            len(a["doc_ptr"]) != n_slots + 1
+            or len(a["df"]) != len(vocab)
+            or len(a["main_ptr"]) != len(vocab) + 1
+        ):
+            raise ValueError("index arrays are inconsistent")
+        empty_ptr = np.zeros(len(vocab) + 1, np.int64)
+        return cls(
+            vocab,
+            a["doc_ptr"],
+            a["doc_terms"],
+            a["doc_tfs"],
+            a["doc_len"],
+            a["alive"].astype(bool),
+            a["df"],
+            a["main_ptr"],
+            a["main_doc"],
+            a["main_tf"],
+            int(main_n),
+            empty_ptr,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.float32),
+            k1=k1,
+            b=b,
+        )
+
+    def renumbered(self, slots: np.ndarray) -> BM25Index:
+        """A compact index whose slot ``i`` is this index's ``slots[i]``."""
+        slots = np.asarray(slots, np.int64)
+        rows = [
+            (
+                self.doc_terms[self.doc_ptr[s] : self.doc_ptr[s + 1]],
+                self.doc_tfs[self.doc_ptr[s] : self.doc_ptr[s + 1]],
+            )
+            for s in slots
+        ]
+        doc_ptr, doc_terms, doc_tfs = self._pack(rows)
+        n = len(slots)
+        n_terms = len(self.vocab)
+        df = np.bincount(doc_terms, minlength=n_terms).astype(np.int64)
+        main = _csc(doc_ptr, doc_terms, doc_tfs, np.arange(n), n_terms)
+        empty = _csc(doc_ptr, doc_terms, doc_tfs, np.zeros(0, np.int64), n_terms)
+        return BM25Index(
+            self.vocab,
+            doc_ptr,
+            doc_terms,
+            doc_tfs,
+            self.doc_len[slots].copy(),
+            np.ones(n, bool),
+            df,
+            *main,
+            n,
+            *empty,
+            k1=self.k1,
+            b=self.b,
+        )

@@ -1,0 +1,231 @@
+"""An immutable view of the whole index: BM25 plus the chunk table.
+
+Requests read one ``Snapshot`` from start to end; a file change produces a
+new snapshot (sharing unchanged arrays) that the workspace swaps in with one
+attribute assignment, so readers never see a half-applied update.
+
+Chunk columns used by ranking (kind, workflow, priority, symbol leaf) live in
+arrays; full chunks (text, metadata) are read lazily from ``chunks.jsonl`` by
+byte offset for chunks that came from disk, which keeps warm start fast and
+resident memory small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..chunking import Chunk
+from .bm25 import BM25Index
+from .tokenize import term_counts
+
+__all__ = ["ChunkTable", "Snapshot", "TextSource"]
+
+
+class TextSource:
+    """Reads chunk records from a ``chunks.jsonl`` by offset.
+
+    The file descriptor is held open, so a later atomic replace of the file
+    (rename) does not disturb snapshots still reading the old one.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+        self._cache: OrderedDict[int, Chunk] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read_raw(self, offset: int, length: int) -> bytes:
+        """The record's JSON line as stored (no parsing)."""
+        return os.pread(self.fd, length, offset)
+
+    def read(self, offset: int, length: int) -> Chunk:
+        with self._lock:
+            hit = self._cache.get(offset)
+            if hit is not None:
+                self._cache.move_to_end(offset)
+                return hit
+        raw = os.pread(self.fd, length, offset)
+        chunk = Chunk.from_dict(json.loads(raw))
+        with self._lock:
+            self._cache[offset] = chunk
+            if len(self._cache) > 512:
+                self._cache.popitem(last=False)
+        return chunk
+
+    def __del__(self) -> None:  # pragma: no cover - GC timing
+        try:
+            os.close(self.fd)
+        except (OSError, AttributeError):
+            pass
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkTable:
+    """Per-slot chunk columns; ``get(slot)`` returns the full chunk."""
+
+    ids: list[str]
+    paths: list[str]
+    kinds: list[str]
+    symbols: list[str | None]
+    workflows: list[str | None]
+    priority: np.ndarray  # int16
+    line_start: np.ndarray  # int32 (0 = unknown)
+    line_end: np.ndarray
+    in_memory: Mapping[int, Chunk] = field(default_factory=dict)
+    source: TextSource | None = None
+    offsets: np.ndarray | None = None  # int64, len n + 1 (slots from disk)
+
+    @classmethod
+    def from_chunks(cls, chunks: Sequence[Chunk]) -> ChunkTable:
+        t = cls(
+            [],
+            [],
+            [],
+            [],
+            [],
+            np.zeros(0, np.int16),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+        )
+        return t.appended(chunks)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def appended(self, chunks: Sequence[Chunk]) -> ChunkTable:
+        """A table with *chunks* in new slots after the existing ones."""
+        first = len(self.ids)
+        mem = dict(self.in_memory)
+        for i, c in enumerate(chunks):
+            mem[first + i] = c
+        return replace(
+            self,
+            ids=self.ids + [c.id for c in chunks],
+            paths=self.paths + [c.source_path for c in chunks],
+            kinds=self.kinds + [c.kind for c in chunks],
+            symbols=self.symbols + [c.symbol for c in chunks],
+            workflows=self.workflows + [c.workflow for c in chunks],
+            priority=np.concatenate(
+                (self.priority, np.array([c.priority for c in chunks], np.int16))
+            ),
+            line_start=np.concatenate(
+                (
+                    self.line_start,
+                    np.array([c.line_start or 0 for c in chunks], np.int32),
+                )
+            ),
+            line_end=np.concatenate(
+                (self.line_end, np.array([c.line_end or 0 for c in chunks], np.int32))
+            ),
+            in_memory=mem,
+        )
+
+    def raw_line(self, slot: int) -> bytes:
+        """The chunk's ``chunks.jsonl`` line, copied from disk when it came from there."""
+        c = self.in_memory.get(slot)
+        if c is not None or self.source is None or self.offsets is None:
+            c = c or self.get(slot)
+            return (json.dumps(c.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+        start = int(self.offsets[slot])
+        return self.source.read_raw(start, int(self.offsets[slot + 1]) - start)
+
+    def get(self, slot: int) -> Chunk:
+        """The full chunk in *slot* (read from disk when not in memory)."""
+        c = self.in_memory.get(slot)
+        if c is not None:
+            return c
+        if self.source is None or self.offsets is None or slot + 1 >= len(self.offsets):
+            raise KeyError(slot)
+        start = int(self.offsets[slot])
+        return self.source.read(start, int(self.offsets[slot + 1]) - start)
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """The index at one content fingerprint."""
+
+    bm25: BM25Index
+    table: ChunkTable
+    files: Mapping[str, tuple[str, tuple[int, ...]]]  # rel -> (sha256 hex, slots)
+    fingerprint: str
+    generation: int = 0
+    skipped: Mapping[str, str] = field(default_factory=dict)  # rel -> reason
+
+    @classmethod
+    def build(
+        cls,
+        per_file: Mapping[str, tuple[str, Sequence[Chunk]]],
+        fingerprint: str,
+        skipped: Mapping[str, str] | None = None,
+    ) -> Snapshot:
+        """Index ``rel -> (sha hex, chunks)`` from scratch, files in path order."""
+        chunks: list[Chunk] = []
+        files: dict[str, tuple[str, tuple[int, ...]]] = {}
+        for rel in sorted(per_file):
+            sha, file_chunks = per_file[rel]
+            first = len(chunks)
+            chunks.extend(file_chunks)
+            files[rel] = (sha, tuple(range(first, len(chunks))))
+        bm25 = BM25Index.build([term_counts(c.text) for c in chunks])
+        return cls(
+            bm25,
+            ChunkTable.from_chunks(chunks),
+            files,
+            fingerprint,
+            0,
+            dict(skipped or {}),
+        )
+
+    @property
+    def n_chunks(self) -> int:
+        return self.bm25.n_docs
+
+    def alive_slots(self) -> Iterable[int]:
+        for _rel, (_sha, slots) in sorted(self.files.items()):
+            yield from slots
+
+    def chunks(self) -> Iterable[Chunk]:
+        """Every live chunk, in file-path order."""
+        for slot in self.alive_slots():
+            yield self.table.get(slot)
+
+    def updated(
+        self,
+        changed: Mapping[str, tuple[str, Sequence[Chunk]]],
+        removed: Iterable[str],
+        fingerprint: str,
+        skipped: Mapping[str, str] | None = None,
+    ) -> Snapshot:
+        """A new snapshot with *changed* files re-chunked and *removed* gone."""
+        drop: list[int] = []
+        files = dict(self.files)
+        for rel in list(removed) + list(changed):
+            old = files.pop(rel, None)
+            if old:
+                drop.extend(old[1])
+        new_chunks: list[Chunk] = []
+        spans: dict[str, tuple[str, int, int]] = {}
+        for rel in sorted(changed):
+            sha, file_chunks = changed[rel]
+            spans[rel] = (sha, len(new_chunks), len(new_chunks) + len(file_chunks))
+            new_chunks.extend(file_chunks)
+        bm25, new_slots = self.bm25.updated(
+            drop, [term_counts(c.text) for c in new_chunks]
+        )
+        table = self.table.appended(new_chunks)
+        if drop:
+            mem = dict(table.in_memory)
+            for s in drop:
+                mem.pop(s, None)
+            table = replace(table, in_memory=mem)
+        for rel, (sha, a, b) in spans.items():
+            files[rel] = (sha, tuple(new_slots[a:b]))
+        skip = dict(self.skipped if skipped is None else skipped)
+        return Snapshot(bm25, table, files, fingerprint, self.generation + 1, skip)

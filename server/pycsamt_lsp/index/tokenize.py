@@ -1,0 +1,56 @@
+"""Identifier-aware tokenizer shared by indexing and queries.
+
+``StaticShiftAgent`` -> ``staticshiftagent``, ``static``, ``shift``,
+``agent``; ``estimate_ss_ama`` -> the whole word plus ``estimate``, ``ss``,
+``ama``. Whole identifiers keep exact symbol matches strong; the parts let
+plain-language queries reach code. Splits are memoised per raw word because
+a corpus repeats the same identifiers thousands of times.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+__all__ = ["STOPWORDS", "term_counts", "tokenize", "word_tokens"]
+
+STOPWORDS = frozenset(
+    ["a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "at", "by", "with", "from", "is", "are", "be", "do", "does", "did", "how", "what", "which", "when", "where", "why", "can", "could", "would", "should", "i", "you", "we", "my", "our", "me", "it", "this", "that", "these", "those", "use", "using", "used", "run", "write", "get", "make", "show", "please", "code", "script", "function", "class", "method"]
+)
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)*")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+@lru_cache(maxsize=262_144)
+def word_tokens(raw: str) -> tuple[str, ...]:
+    """Tokens of one raw identifier: the whole (lowercased) and its parts."""
+    low = raw.lower()
+    out: list[str] = []
+    if len(low) >= 2 and low not in STOPWORDS:
+        out.append(low)
+    if "_" in raw or not (raw.islower() or raw.isupper() or raw.isdigit()):
+        for piece in raw.split("_"):
+            for part in _PART.findall(piece):
+                p = part.lower()
+                if p != low and len(p) >= 2 and p not in STOPWORDS:
+                    out.append(p)
+    return tuple(out)
+
+
+def tokenize(text: str) -> list[str]:
+    """All tokens of *text* in order (duplicates kept)."""
+    out: list[str] = []
+    for raw in _WORD.findall(text or ""):
+        out.extend(word_tokens(raw))
+    return out
+
+
+def term_counts(text: str) -> Counter[str]:
+    """Token -> count for *text*; the fast path used when indexing chunks."""
+    counts: Counter[str] = Counter()
+    for raw, n in Counter(_WORD.findall(text or "")).items():
+        for tok in word_tokens(raw):
+            counts[tok] += n
+    return counts

@@ -1,0 +1,225 @@
+"""Score composition (DESIGN 5), exactly the seed's model.
+
+``L(c) = BM25(c, q) + 0.35 * BM25(c, e(q))``; chunks with ``L = 0`` drop out;
+``s(c) = L(c) * [1 + 0.12 (priority - 1)] * b_wf * b_recipe * b_sym * b_fb``
+with ``b_wf = 1.6`` when the chunk's workflow is the query's, ``b_recipe =
+1.25`` for recipes, ``b_sym = 1.5`` when the query text contains the chunk's
+leaf symbol (3+ characters) and ``b_fb`` the per-symbol feedback factor
+floored at 0.15. Every multiplier is a vector over the candidate slots; no
+Python loop runs over documents.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .index.snapshot import Snapshot
+from .index.tokenize import tokenize
+from .profile import Profile
+
+__all__ = [
+    "COMPONENTS",
+    "EXPANSION_WEIGHT",
+    "Hit",
+    "RankAux",
+    "load_feedback",
+    "search",
+    "snippet_of",
+]
+
+log = logging.getLogger(__name__)
+
+EXPANSION_WEIGHT = 0.35
+PRIORITY_STEP = 0.12
+WORKFLOW_BOOST = 1.6
+RECIPE_BOOST = 1.25
+SYMBOL_BOOST = 1.5
+FEEDBACK_FLOOR = 0.15
+#: Components that ablation can switch off one at a time.
+COMPONENTS = ("expansion", "workflow_boost", "priority", "recipe_boost", "symbol_boost")
+_IDENT_RUN = re.compile(r"[a-z0-9_]+")
+
+
+@dataclass(frozen=True, eq=False)
+class RankAux:
+    """Per-snapshot vectors for the boosts, derived once from the chunk table."""
+
+    prio_factor: np.ndarray
+    recipe: np.ndarray  # bool
+    wf_code: np.ndarray  # int16, -1 for none
+    wf_ids: Mapping[str, int]
+    kind_code: np.ndarray  # int8
+    kind_ids: Mapping[str, int]
+    leaf_slots: Mapping[str, np.ndarray]
+    symbol_slots: Mapping[str, np.ndarray]
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> RankAux:
+        t = snap.table
+        wf_ids: dict[str, int] = {}
+        kind_ids: dict[str, int] = {}
+        wf_code = np.fromiter(
+            (
+                -1 if w is None else wf_ids.setdefault(w, len(wf_ids))
+                for w in t.workflows
+            ),
+            np.int16,
+            len(t),
+        )
+        kind_code = np.fromiter(
+            (kind_ids.setdefault(k, len(kind_ids)) for k in t.kinds), np.int8, len(t)
+        )
+        leaves: dict[str, list[int]] = {}
+        symbols: dict[str, list[int]] = {}
+        for slot, sym in enumerate(t.symbols):
+            if sym:
+                symbols.setdefault(sym, []).append(slot)
+                leaf = sym.rsplit(".", 1)[-1].lower()
+                if len(leaf) >= 3:
+                    leaves.setdefault(leaf, []).append(slot)
+        return cls(
+            prio_factor=1.0 + PRIORITY_STEP * (t.priority.astype(np.float64) - 1.0),
+            recipe=kind_code == kind_ids.get("recipe", -1),
+            wf_code=wf_code,
+            wf_ids=wf_ids,
+            kind_code=kind_code,
+            kind_ids=kind_ids,
+            leaf_slots={k: np.array(v, np.int64) for k, v in leaves.items()},
+            symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
+        )
+
+    def leaves_in(self, query_lower: str) -> list[np.ndarray]:
+        """Slots whose leaf symbol occurs in the query text.
+
+        A leaf is an identifier, so it can only occur inside a run of
+        identifier characters of the query; enumerating the substrings of
+        those runs is far cheaper than testing every leaf.
+        """
+        found: list[np.ndarray] = []
+        seen: set[str] = set()
+        for run in _IDENT_RUN.findall(query_lower):
+            n = len(run)
+            for i in range(n):
+                for j in range(i + 3, n + 1):
+                    sub = run[i:j]
+                    if sub not in seen:
+                        seen.add(sub)
+                        hit = self.leaf_slots.get(sub)
+                        if hit is not None:
+                            found.append(hit)
+        return found
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked chunk: its slot and final score."""
+
+    slot: int
+    score: float
+
+
+def load_feedback(path: Path | None) -> dict[str, float]:
+    """``symbol or chunk id -> delta`` from a JSON file the user can edit.
+
+    A delta of ``-0.5`` halves a symbol's score, ``+0.3`` raises it by 30 %;
+    the factor ``1 + delta`` is floored at 0.15 so a hard negative demotes
+    but never hides. A missing file is no feedback; a malformed one is
+    logged and ignored.
+    """
+    if path is None or not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {str(k): float(v) for k, v in raw.items()}
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        log.warning("ignoring malformed feedback file %s: %s", path, exc)
+        return {}
+
+
+def search(
+    snap: Snapshot,
+    aux: RankAux,
+    profile: Profile,
+    query: str,
+    *,
+    k: int = 10,
+    workflow: str | None = None,
+    kinds: Collection[str] | None = None,
+    feedback: Mapping[str, float] | None = None,
+    disable: Collection[str] = (),
+) -> tuple[list[Hit], dict]:
+    """Rank chunks for *query*; returns hits and facts about the ranking."""
+    bm25 = snap.bm25
+    base = bm25.scores(tokenize(query))
+    exp_terms = [] if "expansion" in disable else profile.expand(query)
+    if exp_terms:
+        base = base + EXPANSION_WEIGHT * bm25.scores(exp_terms)
+    wf = workflow or profile.query_workflow(query)
+    info = {"workflow": wf, "expansion": exp_terms, "top_score": 0.0, "n_candidates": 0}
+    idx = np.flatnonzero(base > 0.0)
+    if kinds:
+        codes = [aux.kind_ids[x] for x in kinds if x in aux.kind_ids]
+        idx = idx[np.isin(aux.kind_code[idx], codes)]
+    if len(idx) == 0:
+        return [], info
+    s = base[idx]
+    if "priority" not in disable:
+        s = s * aux.prio_factor[idx]
+    if wf and "workflow_boost" not in disable and wf in aux.wf_ids:
+        s = np.where(aux.wf_code[idx] == aux.wf_ids[wf], s * WORKFLOW_BOOST, s)
+    if "recipe_boost" not in disable:
+        s = np.where(aux.recipe[idx], s * RECIPE_BOOST, s)
+    if "symbol_boost" not in disable:
+        hits = aux.leaves_in(query.lower())
+        if hits:
+            mask = np.zeros(len(aux.recipe), bool)
+            for h in hits:
+                mask[h] = True
+            s = np.where(mask[idx], s * SYMBOL_BOOST, s)
+    if feedback:
+        factor = np.ones(len(aux.recipe))
+        table = snap.table
+        for key, delta in feedback.items():
+            slots = aux.symbol_slots.get(key)
+            if slots is None:
+                try:
+                    slots = np.array([table.ids.index(key)])
+                except ValueError:
+                    continue
+            factor[slots] = max(FEEDBACK_FLOOR, 1.0 + delta)
+        s = s * factor[idx]
+    info["top_score"] = float(s.max())
+    info["n_candidates"] = len(idx)
+    k = max(int(k), 0)
+    if k < len(s):
+        kth = np.partition(-s, k - 1)[k - 1] if k else -np.inf
+        keep = np.flatnonzero(-s <= kth)  # ties at the boundary stay in the race
+    else:
+        keep = np.arange(len(s))
+    ids = snap.table.ids
+    order = sorted(keep.tolist(), key=lambda j: (-s[j], ids[idx[j]]))[:k]
+    return [Hit(int(idx[j]), float(s[j])) for j in order], info
+
+
+def snippet_of(text: str, limit: int = 240) -> str:
+    """A short readable excerpt: docstring or body lines, not the header."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    skip = (
+        "Symbol:",
+        "Signature:",
+        "File:",
+        "Docstring:",
+        "Code:",
+        "Module:",
+        "Document:",
+    )
+    body = [ln for ln in lines if ln and not ln.startswith(skip)]
+    out = " ".join(body)
+    return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"

@@ -1,0 +1,486 @@
+"""The facade: one object holding the current snapshot and answering requests.
+
+The CLI and the language server are thin adapters over :class:`Workspace`.
+It knows nothing of LSP. Mutations (build, refresh) are serialised by a lock
+and publish a new immutable :class:`Snapshot` with one assignment, so
+readers on other threads always see a whole index.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .chunking import Chunk, FileChunks, chunk_file
+from .corpus import (
+    BUNDLED_PREFIX,
+    FileEntry,
+    bundled_recipes_dir,
+    cache_dir,
+    fingerprint,
+    hash_file,
+    iter_corpus_files,
+    scan_corpus,
+)
+from .index.snapshot import Snapshot
+from .index.store import IndexLoadError, default_index_dir, load_snapshot, save_snapshot
+from .profile import Profile
+from .retrieval import RankAux, load_feedback, search, snippet_of
+
+__all__ = ["Progress", "QueryError", "Workspace"]
+
+log = logging.getLogger(__name__)
+
+#: ``progress(percent 0-100, message)``; called from the working thread.
+Progress = Callable[[int, str], None]
+#: Below this many changed files an update is incremental; above, a rebuild.
+_PARALLEL_MIN_FILES = 200
+
+
+class QueryError(ValueError):
+    """A request's arguments are invalid (the message says which)."""
+
+
+def _chunk_one(args: tuple[str, bytes, Profile]) -> tuple[str, FileChunks]:
+    rel, data, profile = args
+    fc = chunk_file(rel, data, profile)
+    fc.tree = None  # trees do not cross process boundaries cheaply
+    return rel, fc
+
+
+@dataclass
+class _State:
+    snapshot: Snapshot | None = None
+    aux: RankAux | None = None
+    builds: int = 0
+    loaded_from: str = "none"
+    last_reason: str = ""
+    manifest: dict[str, Any] = field(default_factory=dict)
+    dirty: bool = False
+
+
+class Workspace:
+    """An index over one corpus root with one profile."""
+
+    def __init__(
+        self,
+        root: Path,
+        profile: Profile,
+        *,
+        index_dir: Path | None = None,
+        feedback_path: Path | None = None,
+        workers: int | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self.profile = profile
+        self.index_dir = index_dir or default_index_dir(self.root, cache_dir())
+        self.feedback_path = feedback_path or (self.index_dir / "feedback.json")
+        self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        self._lock = threading.RLock()
+        self._state = _State()
+        self._bundled = bundled_recipes_dir()
+        self.listeners: list[Callable[[Snapshot], None]] = []
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        return self._state.snapshot
+
+    @property
+    def builds(self) -> int:
+        """How many times a new snapshot was made (full or incremental)."""
+        return self._state.builds
+
+    def _publish(self, snap: Snapshot, how: str) -> None:
+        aux = RankAux.of(snap)
+        st = self._state
+        st.snapshot, st.aux = snap, aux
+        st.builds += 1
+        st.dirty = True
+        st.loaded_from = how
+        for fn in list(self.listeners):
+            try:
+                fn(snap)
+            except Exception:  # noqa: BLE001 - a listener must not break indexing
+                log.exception("snapshot listener failed")
+
+    # -- building ------------------------------------------------------------
+
+    def _chunk_files(
+        self,
+        entries: dict[str, FileEntry],
+        contents: dict[str, bytes],
+        progress: Progress | None,
+    ) -> tuple[dict[str, tuple[str, list[Chunk]]], dict[str, str]]:
+        per_file: dict[str, tuple[str, list[Chunk]]] = {}
+        skipped: dict[str, str] = {}
+        rels = sorted(entries)
+        total = max(len(rels), 1)
+
+        def take(i: int, rel: str, fc: FileChunks) -> None:
+            if fc.error:
+                log.info("skipped %s: %s", rel, fc.error)
+                skipped[rel] = fc.error
+            per_file[rel] = (entries[rel].sha256.hex(), fc.chunks)
+            if progress and (i % 50 == 0 or i == total - 1):
+                progress(
+                    5 + int(80 * (i + 1) / total), f"chunked {i + 1}/{total} files"
+                )
+
+        if self.workers > 1 and len(rels) >= _PARALLEL_MIN_FILES:
+            jobs = [(rel, contents[rel], self.profile) for rel in rels]
+            with ProcessPoolExecutor(self.workers) as pool:
+                for i, (rel, fc) in enumerate(pool.map(_chunk_one, jobs, chunksize=32)):
+                    take(i, rel, fc)
+        else:
+            for i, rel in enumerate(rels):
+                take(i, rel, chunk_file(rel, contents[rel], self.profile))
+        return per_file, skipped
+
+    def build(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Index the whole corpus from scratch."""
+        with self._lock:
+            t0 = time.perf_counter()
+            if progress:
+                progress(0, f"scanning {self.root}")
+            entries, contents, skips = scan_corpus(
+                self.root, self.profile, self._files()
+            )
+            fp = fingerprint({r: e.sha256 for r, e in entries.items()})
+            per_file, skipped = self._chunk_files(entries, contents, progress)
+            for rel in skips.too_large:
+                skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
+            for rel in skips.unreadable:
+                skipped[rel] = "unreadable"
+            if progress:
+                progress(88, "building the BM25 index")
+            snap = Snapshot.build(per_file, fp, skipped)
+            self._publish(snap, "build")
+            self._state.last_reason = "full build"
+            return {
+                "action": "build",
+                "n_chunks": snap.n_chunks,
+                "n_files": len(snap.files),
+                "skipped": len(skipped),
+                "fingerprint": fp,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+
+    def _files(self) -> Iterable[tuple[str, Path]]:
+        return iter_corpus_files(self.root, self.profile)
+
+    def open(
+        self, progress: Progress | None = None, *, persist: bool = True
+    ) -> dict[str, Any]:
+        """Load the persisted index, bring it up to date, or build it.
+
+        A persisted index whose fingerprint matches the corpus is used as is;
+        one that differs is updated incrementally (only changed files are
+        re-chunked); a missing, corrupt or foreign one is rebuilt, with the
+        reason in the report and the log.
+        """
+        with self._lock:
+            t0 = time.perf_counter()
+            try:
+                snap, manifest = load_snapshot(
+                    self.index_dir, profile_name=self.profile.name
+                )
+            except IndexLoadError as exc:
+                reason = str(exc)
+                if (self.index_dir / "manifest.json").exists():
+                    log.warning("rebuilding the index: %s", reason)
+                else:
+                    log.info("building the index: %s", reason)
+                report = self.build(progress)
+                report["reason"] = reason
+                if persist:
+                    self.persist()
+                return report
+            self._state.manifest = manifest
+            self._publish(snap, "disk")
+            self._state.dirty = False
+            if progress:
+                progress(50, "checking the corpus fingerprint")
+            update = self.refresh(None)
+            if update["changed"] or update["removed"] or update["added"]:
+                action = "load+update"
+                if persist:
+                    self.persist()
+            else:
+                action = "load"
+            return {
+                "action": action,
+                "n_chunks": self.snapshot.n_chunks,
+                "n_files": len(self.snapshot.files),
+                "fingerprint": self.snapshot.fingerprint,
+                "update": update,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+
+    # -- incremental updates -------------------------------------------------
+
+    def rel_of(self, path: str | Path) -> str | None:
+        """Corpus-relative POSIX path of an absolute path, or None when outside."""
+        p = Path(path)
+        if not p.is_absolute():
+            return p.as_posix()
+        resolved = p.resolve()
+        for base, prefix in ((self.root, ""), (self._bundled, BUNDLED_PREFIX + "/")):
+            if base is None:
+                continue
+            try:
+                return prefix + resolved.relative_to(base).as_posix()
+            except ValueError:
+                continue
+        return None
+
+    def _abs_of(self, rel: str) -> Path:
+        if rel.startswith(BUNDLED_PREFIX + "/") and self._bundled is not None:
+            own = self.root / rel
+            if not own.exists():
+                return self._bundled / rel[len(BUNDLED_PREFIX) + 1 :]
+        return self.root / rel
+
+    def refresh(self, paths: Iterable[str | Path] | None = None) -> dict[str, Any]:
+        """Re-hash *paths* (or the whole corpus) and apply what changed.
+
+        Only files whose content hash differs are re-chunked. When nothing
+        changed (a ``touch``, a formatter no-op) no new snapshot is made.
+        """
+        with self._lock:
+            t0 = time.perf_counter()
+            snap = self.snapshot
+            if snap is None:
+                self.build()
+                return {"changed": [], "added": [], "removed": [], "rebuilt": True}
+            old = {rel: sha for rel, (sha, _) in snap.files.items()}
+            current: dict[str, str] = {}
+            contents: dict[str, bytes] = {}
+            skipped = dict(snap.skipped)
+            if paths is None:
+                entries, data, skips = scan_corpus(
+                    self.root, self.profile, self._files()
+                )
+                targets = set(old) | set(entries)
+                for rel, e in entries.items():
+                    current[rel] = e.sha256.hex()
+                    if old.get(rel) != current[rel]:
+                        contents[rel] = data[rel]
+                for rel in skips.too_large + skips.unreadable:
+                    skipped[rel] = "too large or unreadable"
+            else:
+                targets = set()
+                for p in paths:
+                    rel = self.rel_of(p)
+                    if rel is None:
+                        continue
+                    if (
+                        Path(p).is_dir()
+                        if Path(p).is_absolute()
+                        else (self.root / rel).is_dir()
+                    ):
+                        return self.refresh(None)  # a folder moved: rescan everything
+                    targets.add(rel)
+                    if not self.profile.should_index(rel):
+                        continue
+                    try:
+                        got = hash_file(self._abs_of(rel), self.profile.max_file_bytes)
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        log.info("skipped unreadable %s: %s", rel, exc)
+                        skipped[rel] = "unreadable"
+                        continue
+                    if got is None:
+                        skipped[rel] = (
+                            f"larger than {self.profile.max_file_bytes} bytes"
+                        )
+                        continue
+                    current[rel] = got[1].hex()
+                    if old.get(rel) != current[rel]:
+                        contents[rel] = got[0]
+            removed = sorted(r for r in targets if r in old and r not in current)
+            added = sorted(r for r in contents if r not in old)
+            changed = sorted(r for r in contents if r in old)
+            report: dict[str, Any] = {
+                "changed": changed,
+                "added": added,
+                "removed": removed,
+            }
+            if not (removed or contents):
+                report["seconds"] = round(time.perf_counter() - t0, 4)
+                report["fingerprint"] = snap.fingerprint
+                return report
+            digests = dict(old)
+            for rel in removed:
+                digests.pop(rel, None)
+            digests.update(current)
+            fp = fingerprint({r: bytes.fromhex(h) for r, h in digests.items()})
+            per_file: dict[str, tuple[str, list[Chunk]]] = {}
+            for rel, data in contents.items():
+                fc = chunk_file(rel, data, self.profile)
+                if fc.error:
+                    log.info("skipped %s: %s", rel, fc.error)
+                    skipped[rel] = fc.error
+                else:
+                    skipped.pop(rel, None)
+                per_file[rel] = (current[rel], fc.chunks)
+            for rel in removed:
+                skipped.pop(rel, None)
+            self._publish(snap.updated(per_file, removed, fp, skipped), "update")
+            report["fingerprint"] = fp
+            report["seconds"] = round(time.perf_counter() - t0, 4)
+            return report
+
+    # -- persistence ---------------------------------------------------------
+
+    def persist(self) -> dict[str, Any] | None:
+        """Write the current snapshot atomically; None when it fails (logged)."""
+        with self._lock:
+            snap = self.snapshot
+            if snap is None:
+                return None
+            try:
+                manifest = save_snapshot(snap, self.index_dir, self._manifest_extra())
+            except OSError as exc:
+                log.warning(
+                    "could not persist the index to %s: %s", self.index_dir, exc
+                )
+                return None
+            self._state.manifest = manifest
+            self._state.dirty = False
+            return manifest
+
+    def _manifest_extra(self) -> dict[str, Any]:
+        return {"corpus_root": str(self.root), "profile": self.profile.name}
+
+    # -- requests ------------------------------------------------------------
+
+    def _ready(self) -> tuple[Snapshot, RankAux]:
+        st = self._state
+        if st.snapshot is None or st.aux is None:
+            raise QueryError("the index is not built yet")
+        return st.snapshot, st.aux
+
+    def query(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        workflow: str | None = None,
+        kinds: Collection[str] | None = None,
+        disable: Collection[str] = (),
+        snippets: bool = True,
+    ) -> dict[str, Any]:
+        """Ranked chunks for *query* as a JSON-ready dict (the ``pycsamt.query`` result)."""
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("'query' must be a non-empty string")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 200:
+            raise QueryError("'k' must be an integer from 1 to 200")
+        if workflow is not None and workflow not in self.profile.workflow_names:
+            raise QueryError(
+                f"unknown workflow {workflow!r}; known: {', '.join(self.profile.workflow_names)}"
+            )
+        snap, aux = self._ready()
+        hits, info = search(
+            snap,
+            aux,
+            self.profile,
+            query,
+            k=k,
+            workflow=workflow,
+            kinds=kinds,
+            feedback=load_feedback(self.feedback_path),
+            disable=disable,
+        )
+        t = snap.table
+        results = []
+        for rank, h in enumerate(hits, 1):
+            s = h.slot
+            item = {
+                "rank": rank,
+                "id": t.ids[s],
+                "kind": t.kinds[s],
+                "workflow": t.workflows[s],
+                "symbol": t.symbols[s],
+                "source_path": t.paths[s],
+                "line_start": int(t.line_start[s]) or None,
+                "line_end": int(t.line_end[s]) or None,
+                "score": round(h.score, 4),
+            }
+            if snippets:
+                chunk = t.get(s)
+                item["label"] = chunk.label
+                item["snippet"] = snippet_of(chunk.text)
+            else:
+                item["label"] = t.symbols[s] or t.paths[s]
+            results.append(item)
+        return {
+            "query": query,
+            "k": k,
+            "workflow": info["workflow"],
+            "expansion": info["expansion"],
+            "top_score": round(info["top_score"], 4),
+            "n_candidates": info["n_candidates"],
+            "fingerprint": snap.fingerprint,
+            "results": results,
+        }
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        """The full chunk with this id in the current snapshot, or None."""
+        snap = self.snapshot
+        if snap is None:
+            return None
+        rel = chunk_id.split(":", 1)[0]
+        entry = snap.files.get(rel)
+        for slot in entry[1] if entry else ():
+            if snap.table.ids[slot] == chunk_id:
+                return snap.table.get(slot)
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind and by workflow, fingerprint, state (``pycsamt.stats``)."""
+        st = self._state
+        snap = st.snapshot
+        if snap is None:
+            return {
+                "state": "empty",
+                "root": str(self.root),
+                "profile": self.profile.name,
+                "n_chunks": 0,
+            }
+        by_kind: dict[str, int] = {}
+        by_wf: dict[str, int] = {}
+        t = snap.table
+        for s in snap.alive_slots():
+            by_kind[t.kinds[s]] = by_kind.get(t.kinds[s], 0) + 1
+            wf = t.workflows[s] or "none"
+            by_wf[wf] = by_wf.get(wf, 0) + 1
+        return {
+            "state": "ready",
+            "root": str(self.root),
+            "profile": self.profile.name,
+            "index_dir": str(self.index_dir),
+            "n_chunks": snap.n_chunks,
+            "n_files": len(snap.files),
+            "n_terms": int((snap.bm25.df > 0).sum()),
+            "by_kind": dict(sorted(by_kind.items())),
+            "by_workflow": dict(sorted(by_wf.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "skipped": len(snap.skipped),
+            "fingerprint": snap.fingerprint,
+            "builds": st.builds,
+            "generation": snap.generation,
+            "loaded_from": st.loaded_from,
+            "persisted": not st.dirty,
+            "created": st.manifest.get("created"),
+            "tool_version": __version__,
+        }

@@ -1,0 +1,32 @@
+"""Shared fixtures: the real pyCSAMT corpus and small fixture trees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pycsamt_lsp.corpus import CorpusError, fetch_corpus
+from pycsamt_lsp.profile import load_profile
+
+
+@pytest.fixture(scope="session")
+def pycsamt_profile():
+    """The default profile."""
+    return load_profile("pycsamt")
+
+
+@pytest.fixture(scope="session")
+def real_corpus(pycsamt_profile) -> Path:
+    """Root of the unpacked pyCSAMT 2.6.4 sdist (fetched once, then cached).
+
+    Tests must not write into it: copy it (see ``real_corpus_copy``) when a
+    test edits files or persists an index there.
+    """
+    try:
+        return fetch_corpus(pycsamt_profile)
+    except CorpusError as exc:  # pragma: no cover - network-less machine
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"real corpus unavailable: {exc}")
