@@ -1,5 +1,10 @@
-"""``python -m pycsamt_lsp``: the same entry point as the console script."""
+"""``python -m pycsamt_lsp``: the same entry point as the console script.
+
+Guarded so that worker processes started with the ``spawn`` method, which
+import the parent's main module, do not start a second CLI or server.
+"""
 
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

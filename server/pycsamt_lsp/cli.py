@@ -29,6 +29,13 @@ class CliError(Exception):
     """A user-facing failure: printed as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error rule (no usage block on bad input)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", help="corpus root (default: discovered, see README)")
     p.add_argument(
@@ -47,9 +54,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="pycsamt-lsp", description=__doc__.splitlines()[0]
-    )
+    ap = _Parser(prog="pycsamt-lsp", description=__doc__.splitlines()[0])
     ap.add_argument("--version", action="version", version=f"pycsamt-lsp {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 

@@ -161,7 +161,12 @@ def search(
     exp_terms = [] if "expansion" in disable else profile.expand(query)
     if exp_terms:
         base = base + EXPANSION_WEIGHT * bm25.scores(exp_terms)
-    wf = workflow or profile.query_workflow(query)
+    if workflow:
+        wf = workflow
+    elif "expansion" in disable:
+        wf = profile.infer_workflow(query)
+    else:
+        wf = profile.query_workflow(query)
     info = {"workflow": wf, "expansion": exp_terms, "top_score": 0.0, "n_candidates": 0}
     idx = np.flatnonzero(base > 0.0)
     if kinds:
@@ -188,11 +193,12 @@ def search(
         table = snap.table
         for key, delta in feedback.items():
             slots = aux.symbol_slots.get(key)
-            if slots is None:
-                try:
-                    slots = np.array([table.ids.index(key)])
-                except ValueError:
+            if slots is None:  # a chunk id: only its live slot counts
+                entry = snap.files.get(key.split(":", 1)[0])
+                live = [x for x in (entry[1] if entry else ()) if table.ids[x] == key]
+                if not live:
                     continue
+                slots = np.array(live, np.int64)
             factor[slots] = max(FEEDBACK_FLOOR, 1.0 + delta)
         s = s * factor[idx]
     info["top_score"] = float(s.max())

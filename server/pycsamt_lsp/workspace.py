@@ -9,6 +9,7 @@ readers on other threads always see a whole index.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import threading
 import time
@@ -138,7 +139,10 @@ class Workspace:
 
         if self.workers > 1 and len(rels) >= _PARALLEL_MIN_FILES:
             jobs = [(rel, contents[rel], self.profile) for rel in rels]
-            with ProcessPoolExecutor(self.workers) as pool:
+            # spawn, not fork: a server process has threads (event loop, pool
+            # threads) and forking it can deadlock the children.
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
                 for i, (rel, fc) in enumerate(pool.map(_chunk_one, jobs, chunksize=32)):
                     take(i, rel, fc)
         else:
@@ -243,6 +247,10 @@ class Workspace:
                 continue
         return None
 
+    def uri_of(self, rel: str) -> str:
+        """``file://`` URI of a corpus-relative path (bundled recipes included)."""
+        return self._abs_of(rel).resolve().as_uri()
+
     def _abs_of(self, rel: str) -> Path:
         if rel.startswith(BUNDLED_PREFIX + "/") and self._bundled is not None:
             own = self.root / rel
@@ -250,11 +258,35 @@ class Workspace:
                 return self._bundled / rel[len(BUNDLED_PREFIX) + 1 :]
         return self.root / rel
 
+    def _observe(self, rels: Iterable[str]) -> dict[str, tuple[str, Any]]:
+        """What is on disk now: ``rel -> ("ok", (sha hex, bytes)) | ("skip", why) | ("gone", None)``."""
+        seen: dict[str, tuple[str, Any]] = {}
+        limit = self.profile.max_file_bytes
+        for rel in rels:
+            if not self.profile.should_index(rel):
+                seen[rel] = ("gone", None)
+                continue
+            try:
+                got = hash_file(self._abs_of(rel), limit)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                seen[rel] = ("gone", None)
+                continue
+            except OSError as exc:
+                log.info("skipped unreadable %s: %s", rel, exc)
+                seen[rel] = ("skip", "unreadable")
+                continue
+            if got is None:
+                seen[rel] = ("skip", f"larger than {limit} bytes")
+            else:
+                seen[rel] = ("ok", (got[1].hex(), got[0]))
+        return seen
+
     def refresh(self, paths: Iterable[str | Path] | None = None) -> dict[str, Any]:
         """Re-hash *paths* (or the whole corpus) and apply what changed.
 
         Only files whose content hash differs are re-chunked. When nothing
         changed (a ``touch``, a formatter no-op) no new snapshot is made.
+        A path naming a folder (a move or checkout) rescans everything.
         """
         with self._lock:
             t0 = time.perf_counter()
@@ -263,79 +295,52 @@ class Workspace:
                 self.build()
                 return {"changed": [], "added": [], "removed": [], "rebuilt": True}
             old = {rel: sha for rel, (sha, _) in snap.files.items()}
-            current: dict[str, str] = {}
-            contents: dict[str, bytes] = {}
-            skipped = dict(snap.skipped)
-            if paths is None:
-                entries, data, skips = scan_corpus(
-                    self.root, self.profile, self._files()
-                )
-                targets = set(old) | set(entries)
-                for rel, e in entries.items():
-                    current[rel] = e.sha256.hex()
-                    if old.get(rel) != current[rel]:
-                        contents[rel] = data[rel]
-                for rel in skips.too_large + skips.unreadable:
-                    skipped[rel] = "too large or unreadable"
-            else:
-                targets = set()
+            if paths is not None:
+                rels: set[str] = set()
                 for p in paths:
                     rel = self.rel_of(p)
                     if rel is None:
                         continue
-                    if (
-                        Path(p).is_dir()
-                        if Path(p).is_absolute()
-                        else (self.root / rel).is_dir()
-                    ):
-                        return self.refresh(None)  # a folder moved: rescan everything
-                    targets.add(rel)
-                    if not self.profile.should_index(rel):
-                        continue
-                    try:
-                        got = hash_file(self._abs_of(rel), self.profile.max_file_bytes)
-                    except FileNotFoundError:
-                        continue
-                    except OSError as exc:
-                        log.info("skipped unreadable %s: %s", rel, exc)
-                        skipped[rel] = "unreadable"
-                        continue
-                    if got is None:
-                        skipped[rel] = (
-                            f"larger than {self.profile.max_file_bytes} bytes"
-                        )
-                        continue
-                    current[rel] = got[1].hex()
-                    if old.get(rel) != current[rel]:
-                        contents[rel] = got[0]
-            removed = sorted(r for r in targets if r in old and r not in current)
-            added = sorted(r for r in contents if r not in old)
-            changed = sorted(r for r in contents if r in old)
+                    if self._abs_of(rel).is_dir():
+                        paths = None  # a folder changed: rescan everything
+                        break
+                    rels.add(rel)
+            if paths is None:
+                rels = set(old) | set(snap.skipped) | {rel for rel, _ in self._files()}
+            seen = self._observe(sorted(rels))
+            skipped = dict(snap.skipped)
+            contents: dict[str, tuple[str, bytes]] = {}
+            removed: list[str] = []
+            for rel, (state, value) in seen.items():
+                if state == "ok":
+                    if old.get(rel) != value[0]:  # unchanged files keep their skip reason
+                        skipped.pop(rel, None)
+                        contents[rel] = value
+                    continue
+                skipped.pop(rel, None)
+                if state == "skip":
+                    skipped[rel] = value
+                if rel in old:
+                    removed.append(rel)
             report: dict[str, Any] = {
-                "changed": changed,
-                "added": added,
-                "removed": removed,
+                "changed": sorted(r for r in contents if r in old),
+                "added": sorted(r for r in contents if r not in old),
+                "removed": sorted(removed),
             }
-            if not (removed or contents):
+            if not (removed or contents or skipped != dict(snap.skipped)):
                 report["seconds"] = round(time.perf_counter() - t0, 4)
                 report["fingerprint"] = snap.fingerprint
                 return report
-            digests = dict(old)
-            for rel in removed:
-                digests.pop(rel, None)
-            digests.update(current)
+            digests = {r: h for r, h in old.items() if r not in removed}
+            digests.update({r: sha for r, (sha, _) in contents.items()})
             fp = fingerprint({r: bytes.fromhex(h) for r, h in digests.items()})
             per_file: dict[str, tuple[str, list[Chunk]]] = {}
-            for rel, data in contents.items():
+            for rel, (sha, data) in contents.items():
                 fc = chunk_file(rel, data, self.profile)
                 if fc.error:
                     log.info("skipped %s: %s", rel, fc.error)
                     skipped[rel] = fc.error
-                else:
-                    skipped.pop(rel, None)
-                per_file[rel] = (current[rel], fc.chunks)
-            for rel in removed:
-                skipped.pop(rel, None)
+                per_file[rel] = (sha, fc.chunks)
             self._publish(snap.updated(per_file, removed, fp, skipped), "update")
             report["fingerprint"] = fp
             report["seconds"] = round(time.perf_counter() - t0, 4)
@@ -416,6 +421,7 @@ class Workspace:
                 "line_start": int(t.line_start[s]) or None,
                 "line_end": int(t.line_end[s]) or None,
                 "score": round(h.score, 4),
+                "uri": self.uri_of(t.paths[s]),
             }
             if snippets:
                 chunk = t.get(s)

@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 import uuid
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,8 @@ def _writable(d: Path) -> bool:
 def default_index_dir(root: Path, cache: Path) -> Path:
     """``root/.pycsamt_rag``, or a per-root cache folder when root is read-only."""
     d = root / INDEX_DIRNAME
-    if (
-        (d.is_dir()
-        and os.access(d, os.W_OK))
-        or (not d.exists()
-        and os.access(root, os.W_OK))
+    if (d.is_dir() and os.access(d, os.W_OK)) or (
+        not d.exists() and os.access(root, os.W_OK)
     ):
         return d
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
@@ -195,7 +193,7 @@ def load_snapshot(
         meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
         with np.load(index_dir / "index.npz", allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError, KeyError, EOFError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise IndexLoadError(f"index files are unreadable: {exc}") from None
     try:
         build_id = bytes(arrays.pop("build_id")).decode()
