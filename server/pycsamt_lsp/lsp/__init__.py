@@ -1,0 +1,1 @@
+"""The language-server adapter (pygls). Engine code never imports this package."""

@@ -1,0 +1,4 @@
+"""Editor features beyond commands: diagnostics, code actions, hover, completion.
+
+Each feature module registers its handlers on the shared server when imported.
+"""
