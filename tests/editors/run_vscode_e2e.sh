@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The code-server end-to-end test: real VS Code 1.139 (code-server) in headless
+# Chromium, the pycsamt-lsp .vsix installed, a pycsamt script with a hallucinated
+# import, the real pyCSAMT sdist as the corpus. Prints where the screenshots are;
+# exits non-zero when a check fails.
+#
+#   PYCSAMT_LSP_CACHE  cache (code-server, node 24, the sdist): ~/.cache/pycsamt-lsp
+#   PYTHON             interpreter with pycsamt_lsp installed (<repo>/.venv/bin/python)
+#   CORPUS_ROOT        pyCSAMT sources (default: `python -m pycsamt_lsp corpus fetch`)
+#   VSIX               the extension (default: client-vscode/pycsamt-lsp-<version>.vsix,
+#                      built with client-vscode/scripts/ci.sh when missing)
+#   E2E_OUT            screenshots and logs (default <repo>/artifacts/vscode-e2e)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+CACHE=${PYCSAMT_LSP_CACHE:-$HOME/.cache/pycsamt-lsp}
+export PYCSAMT_LSP_CACHE=$CACHE
+
+echo "== code-server (cached in $CACHE)"
+bash "$HERE/install_code_server.sh"
+CS=$CACHE/code-server/node_modules/.bin/code-server
+NODE24_BIN=$CACHE/node24/bin
+
+PY=${PYTHON:-$REPO/.venv/bin/python}
+[ -x "$PY" ] || PY=$(command -v python3)
+if ! "$PY" -c 'import pycsamt_lsp' 2>/dev/null; then
+  echo "FAIL: $PY cannot import pycsamt_lsp (pip install -e $REPO first)" >&2
+  exit 1
+fi
+CORPUS=${CORPUS_ROOT:-$("$PY" -m pycsamt_lsp corpus fetch --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["root"])')}
+echo "== server: $PY; corpus: $CORPUS"
+
+VERSION=$(node -p "require('$REPO/client-vscode/package.json').version")
+VSIX=${VSIX:-$REPO/client-vscode/pycsamt-lsp-$VERSION.vsix}
+if [ ! -s "$VSIX" ]; then
+  echo "== building $VSIX"
+  bash "$REPO/client-vscode/scripts/ci.sh"
+fi
+
+echo "== driver dependencies (puppeteer-core)"
+(cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
+
+OUT=${E2E_OUT:-$REPO/artifacts/vscode-e2e}
+rm -rf "$OUT" && mkdir -p "$OUT"
+STATE=$(mktemp -d "${TMPDIR:-/tmp}/pycsamt-vscode-e2e.XXXXXX")
+trap 'rm -rf "$STATE"' EXIT
+export XDG_CONFIG_HOME=$STATE/xdg/config XDG_DATA_HOME=$STATE/xdg/data XDG_CACHE_HOME=$STATE/xdg/cache XDG_STATE_HOME=$STATE/xdg/state
+mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME" "$XDG_STATE_HOME" "$STATE/user-data/User" "$STATE/extensions"
+
+# the workspace: a pycsamt script with a hallucinated import
+WS=$STATE/geo-survey
+mkdir -p "$WS/.vscode"
+cat > "$WS/survey.py" <<'PY'
+from pycsamt import static_shift
+from pycsamt.emtools.ss import estimate_ss_ama
+
+factors = estimate_ss_ama(sites, half_window=3)
+PY
+"$PY" - "$WS/.vscode/settings.json" "$CORPUS" "$PY" <<'PYEOF'
+import json, sys
+path, corpus, python = sys.argv[1:4]
+json.dump({"pycsamt.corpusRoot": corpus, "pycsamt.server.python": python}, open(path, "w"), indent=2)
+PYEOF
+cat > "$STATE/user-data/User/settings.json" <<'JSON'
+{
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "security.workspace.trust.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "extensions.ignoreRecommendations": true,
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "update.mode": "none",
+  "window.restoreWindows": "none",
+  "editor.hover.delay": 300,
+  "editor.minimap.enabled": false,
+  "workbench.colorTheme": "Default Light Modern",
+  "chat.disableAIFeatures": true
+}
+JSON
+
+echo "== installing $VSIX"
+PATH="$NODE24_BIN:$PATH" "$CS" --install-extension "$VSIX" --extensions-dir "$STATE/extensions" --user-data-dir "$STATE/user-data" --force
+
+echo "== driving VS Code"
+set +e
+CODE_SERVER=$CS NODE24_BIN=$NODE24_BIN WORKSPACE=$WS SHOTS=$OUT STATE_DIR=$STATE \
+  timeout 1500 node "$HERE/vscode_e2e.js"
+rc=$?
+set -e
+# the extension's output channel, as the user would see it
+find "$STATE/user-data/logs" -name '*pyCSAMT*' -exec cp {} "$OUT/" \; 2>/dev/null || true
+echo "screenshots and logs: $OUT"
+exit $rc

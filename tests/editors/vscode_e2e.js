@@ -1,0 +1,367 @@
+#!/usr/bin/env node
+// The real VS Code, end to end: code-server (VS Code 1.139 in headless Chromium,
+// driven by puppeteer-core) with the pycsamt-lsp .vsix installed, a pycsamt script
+// with a hallucinated import, and the real pyCSAMT sdist as the corpus.
+// Asserts only what the page shows, and saves screenshots.
+//
+// Run through run_vscode_e2e.sh, which installs code-server, builds the .vsix,
+// installs it and prepares the workspace. Environment:
+//   CODE_SERVER   code-server executable          NODE24_BIN  its node's bin dir
+//   WORKSPACE     folder holding survey.py         SHOTS       screenshot folder
+//   STATE_DIR     user-data/extensions/XDG dirs    CHROMIUM    /usr/bin/chromium
+//   TIMEOUT_S     per-wait timeout (default 300)
+'use strict';
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+const puppeteer = require('puppeteer-core');
+
+const CS = must('CODE_SERVER');
+const WS = must('WORKSPACE');
+const SHOTS = must('SHOTS');
+const STATE = must('STATE_DIR');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TIMEOUT = Number(process.env.TIMEOUT_S || 300) * 1000;
+const XDG = {
+  XDG_CONFIG_HOME: `${STATE}/xdg/config`,
+  XDG_DATA_HOME: `${STATE}/xdg/data`,
+  XDG_CACHE_HOME: `${STATE}/xdg/cache`,
+  XDG_STATE_HOME: `${STATE}/xdg/state`,
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function must(name) {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`${name} is not set (run tests/editors/run_vscode_e2e.sh)`);
+    process.exit(2);
+  }
+  return v;
+}
+
+// ---- checks ----------------------------------------------------------------------
+const results = [];
+let shotNo = 0;
+let page;
+function record(name, ok, detail) {
+  results.push({ name, ok });
+  console.log(`${ok ? 'ok' : 'not ok'} - ${name}${detail ? `: ${detail}` : ''}`);
+}
+async function shot(name) {
+  const file = path.join(SHOTS, `${String(++shotNo).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file }).catch((e) => console.log(`# screenshot ${file} failed: ${e.message}`));
+  return file;
+}
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    const detail = await fn();
+    record(name, true, `${detail ?? ''} (${Date.now() - t0} ms)`.trim());
+    return true;
+  } catch (err) {
+    record(name, false, String(err && err.message ? err.message : err).split('\n')[0]);
+    await shot(`FAILED-${name.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`);
+    return false;
+  }
+}
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+async function poll(fn, what, timeout = TIMEOUT, every = 200) {
+  const t0 = Date.now();
+  let last;
+  for (;;) {
+    last = await fn().catch((e) => ({ __error: e.message }));
+    if (last && !last.__error) return last;
+    if (Date.now() - t0 > timeout) {
+      throw new Error(`timed out after ${timeout} ms waiting for ${what}${last && last.__error ? ` (${last.__error})` : ''}`);
+    }
+    await sleep(every);
+  }
+}
+
+// ---- page helpers ----------------------------------------------------------------
+async function keys(combo) {
+  const parts = combo.split('+');
+  for (const k of parts.slice(0, -1)) await page.keyboard.down(k);
+  await page.keyboard.press(parts.at(-1));
+  for (const k of parts.slice(0, -1).reverse()) await page.keyboard.up(k);
+}
+async function statusTexts() {
+  return page.$$eval('.statusbar-item', (els) =>
+    els.map((e) => ({ id: e.id, text: e.innerText.trim(), label: e.getAttribute('aria-label') || '' })),
+  );
+}
+async function pycsamtStatus() {
+  const items = await statusTexts();
+  const it = items.find((i) => /pyCSAMT:/.test(i.text) || /pyCSAMT:/.test(i.label));
+  return it ? it.text || it.label : '';
+}
+async function problemsLabel() {
+  return page.$eval('#status\\.problems', (e) => e.getAttribute('aria-label') || e.textContent).catch(() => '');
+}
+function countOf(label, word) {
+  const m = new RegExp(`${word}s?:\\s*(\\d+)|(\\d+)\\s+${word}`, 'i').exec(label);
+  return m ? Number(m[1] ?? m[2]) : undefined;
+}
+/** Rects of every occurrence of `word` in the visible editor lines, top to bottom. */
+async function tokenRects(word) {
+  return page.$$eval(
+    '.monaco-editor .view-lines .view-line',
+    (lines, w) => {
+      const out = [];
+      for (const line of lines) {
+        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          const text = n.textContent.replace(/\u00a0/g, ' ');
+          for (let i = text.indexOf(w); i >= 0; i = text.indexOf(w, i + 1)) {
+            const range = document.createRange();
+            range.setStart(n, i);
+            range.setEnd(n, i + w.length);
+            const r = range.getBoundingClientRect();
+            out.push({ x: r.x, y: r.y, w: r.width, h: r.height });
+          }
+        }
+      }
+      return out.sort((a, b) => a.y - b.y || a.x - b.x);
+    },
+    word,
+  );
+}
+async function editorLines() {
+  return page.$$eval('.monaco-editor .view-lines .view-line', (els) =>
+    els
+      .map((e) => ({ top: parseFloat(e.style.top || '0'), text: e.innerText.replace(/\u00a0/g, ' ') }))
+      .sort((a, b) => a.top - b.top)
+      .map((l) => l.text),
+  );
+}
+async function hoverText() {
+  return page.$$eval('.monaco-hover, .workbench-hover', (els) => els.map((e) => e.innerText).join('\n')).catch(() => '');
+}
+async function runCommand(title) {
+  await page.keyboard.press('Escape');
+  await keys('F1');
+  await page.waitForSelector('.quick-input-widget .quick-input-box input', { visible: true, timeout: 20000 });
+  await page.keyboard.type(title, { delay: 15 });
+  await poll(
+    async () => {
+      const rows = await page.$$eval('.quick-input-list .monaco-list-row', (els) => els.map((e) => e.innerText));
+      return rows.some((r) => r.includes(title)) ? rows : undefined;
+    },
+    `the palette to list "${title}"`,
+    20000,
+  );
+  await page.keyboard.press('Enter');
+}
+async function quickPickRows() {
+  return page.$$eval('.quick-input-widget .quick-input-list .monaco-list-row', (els) =>
+    els.map((e) => e.innerText.replace(/\n+/g, ' | ')),
+  );
+}
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+// ---- the run ---------------------------------------------------------------------
+(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const port = await freePort();
+  const t0 = Date.now();
+  const env = { ...process.env, ...XDG };
+  if (process.env.NODE24_BIN) env.PATH = `${process.env.NODE24_BIN}:${env.PATH}`;
+  const cs = spawn(
+    CS,
+    [
+      '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
+      '--user-data-dir', `${STATE}/user-data`, '--extensions-dir', `${STATE}/extensions`,
+      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', WS,
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let csLog = '';
+  cs.stdout.on('data', (d) => (csLog += d));
+  cs.stderr.on('data', (d) => (csLog += d));
+  let browser;
+  try {
+    await poll(async () => csLog.includes('HTTP server listening') || undefined, 'code-server to listen', 60000, 100);
+    console.log(`# code-server on 127.0.0.1:${port} after ${Date.now() - t0} ms`);
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+      env,
+    });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 860 });
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(WS)}`, { waitUntil: 'domcontentloaded' });
+
+    await step('workbench loads', async () => {
+      await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
+      await poll(async () => (await page.$('.explorer-folders-view, .explorer-viewlet')) || undefined, 'the explorer', 60000);
+      return `after ${Date.now() - t0} ms`;
+    });
+
+    await step('open survey.py', async () => {
+      await sleep(1500);
+      await keys('Control+P');
+      await page.waitForSelector('.quick-input-widget .quick-input-box input', { visible: true, timeout: 20000 });
+      await page.keyboard.type('survey.py', { delay: 20 });
+      await poll(async () => ((await quickPickRows()).some((r) => r.includes('survey.py')) ? true : undefined), 'Quick Open to find survey.py', 20000);
+      await page.keyboard.press('Enter');
+      await poll(async () => ((await editorLines()).some((l) => l.includes('static_shift')) ? true : undefined), 'the editor to show survey.py', 30000);
+      return (await editorLines())[0];
+    });
+
+    // the status bar: building -> ready · N chunks
+    let sawBuilding = '';
+    await step('status bar shows the index ready', async () => {
+      const text = await poll(async () => {
+        const s = await pycsamtStatus();
+        if (/building|updating/.test(s) && !sawBuilding) {
+          sawBuilding = s;
+          await shot('status-building');
+        }
+        if (/error|stopped/.test(s)) throw new Error(`status: ${s}`);
+        return /ready · [\d,]+ chunks/.test(s) ? s : undefined;
+      }, 'the pyCSAMT status bar item to read "ready · N chunks"');
+      const n = Number(/ready · ([\d,]+) chunks/.exec(text)[1].replace(/,/g, ''));
+      assert(n > 1000, `only ${n} chunks`);
+      return `${JSON.stringify(text)}${sawBuilding ? `, earlier ${JSON.stringify(sawBuilding)}` : ''}`;
+    });
+
+    let problems = '';
+    await step('Problems count shows the hallucinated import', async () => {
+      problems = await poll(async () => {
+        const l = await problemsLabel();
+        return (countOf(l, 'error') ?? 0) >= 1 ? l : undefined;
+      }, 'an error in the Problems status');
+      assert(countOf(problems, 'error') === 1, `expected exactly 1 error: ${problems}`);
+      return JSON.stringify(problems);
+    });
+
+    await step('squiggle message names the hallucinated import', async () => {
+      const sq = await poll(async () => (await page.$('.squiggly-error')) || undefined, 'an error squiggle', 20000);
+      const box = await sq.boundingBox();
+      await page.mouse.move(box.x + Math.min(20, box.width / 2), box.y + box.height / 2);
+      const text = await poll(async () => {
+        const t = await hoverText();
+        return /static_shift/.test(t) ? t : undefined;
+      }, 'the squiggle hover', 20000);
+      assert(/has no attribute or submodule 'static_shift'|static_shift/.test(text), text);
+      await shot('squiggle-hover');
+      return JSON.stringify(text.split('\n').find((l) => l.includes('static_shift')));
+    });
+
+    await step('Problems panel lists the diagnostic', async () => {
+      await page.mouse.move(5, 5);
+      await page.keyboard.press('Escape');
+      await keys('Control+Shift+M');
+      const rows = await poll(async () => {
+        const r = await page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((e) => e.innerText.replace(/\n+/g, ' | ')));
+        return r.some((x) => x.includes('static_shift')) ? r : undefined;
+      }, 'the Problems panel rows', 20000);
+      await shot('problems-panel');
+      await keys('Control+J'); // hide the panel again
+      return JSON.stringify(rows.find((x) => x.includes('static_shift')));
+    });
+
+    await step('hover card shows the real parameters', async () => {
+      await page.keyboard.press('Escape');
+      const rects = await poll(async () => {
+        const r = await tokenRects('estimate_ss_ama');
+        return r.length >= 2 ? r : undefined;
+      }, 'the estimate_ss_ama call in the editor', 20000);
+      const r = rects.at(-1); // the call on line 4
+      await page.mouse.move(r.x + r.w / 2, r.y + r.h / 2);
+      const text = await poll(async () => {
+        const t = await hoverText();
+        return /half_window/.test(t) ? t : undefined;
+      }, 'a hover card with half_window', 30000);
+      assert(/estimate_ss_ama/.test(text), `hover lacks the name: ${text.slice(0, 200)}`);
+      await shot('hover-card');
+      const params = ['sites', 'half_window', 'weights', 'max_skew'].filter((p) => text.includes(p));
+      return `parameters shown: ${params.join(', ')}`;
+    });
+
+    await step('quick fix replaces the hallucinated import', async () => {
+      await page.mouse.move(5, 5);
+      await page.keyboard.press('Escape');
+      const rects = await tokenRects('static_shift');
+      assert(rects.length >= 1, 'static_shift not found in the editor');
+      await page.mouse.click(rects[0].x + 3, rects[0].y + rects[0].h / 2);
+      await keys('Control+Period');
+      const items = await poll(async () => {
+        const t = await page.$$eval('.action-widget .monaco-list-row, .context-view .action-item', (els) => els.map((e) => e.innerText.trim()));
+        return t.filter(Boolean).length ? t.filter(Boolean) : undefined;
+      }, 'the quick fix menu', 20000);
+      await shot('quick-fix-menu');
+      await page.keyboard.press('Enter');
+      const lines = await poll(async () => {
+        const l = await editorLines();
+        return l[0] && !/import static_shift\b/.test(l[0]) ? l : undefined;
+      }, 'line 1 to change', 20000);
+      const after = await poll(async () => {
+        const l = await problemsLabel();
+        return countOf(l, 'error') === 0 ? l : undefined;
+      }, 'the Problems count to drop to 0 errors', 30000);
+      await shot('quick-fix-applied');
+      return `menu ${JSON.stringify(items[0])}; line 1 now ${JSON.stringify(lines[0])}; problems ${JSON.stringify(after)}`;
+    });
+
+    await step('pyCSAMT: Query lists a static-shift result and opens it', async () => {
+      await runCommand('pyCSAMT: Query');
+      await poll(async () => {
+        const p = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        return /Search the pyCSAMT knowledge index/.test(p) ? true : undefined;
+      }, 'the Query input box', 20000);
+      await page.keyboard.type('static shift correction', { delay: 15 });
+      await page.keyboard.press('Enter');
+      const rows = await poll(async () => {
+        const t = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        if (!/results? for "static shift correction"/.test(t)) return undefined;
+        const r = await quickPickRows();
+        return r.length ? r : undefined;
+      }, 'the Query results', 60000);
+      const hit = rows.find((r) => /static.?shift/i.test(r));
+      assert(hit, `no static-shift result in ${JSON.stringify(rows.slice(0, 5))}`);
+      await shot('query-quickpick');
+      // open the first Python result
+      const idx = rows.findIndex((r) => /\.py:\d+/.test(r));
+      for (let i = 0; i < Math.max(idx, 0); i++) await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('Enter');
+      const wanted = idx >= 0 ? /([\w.-]+\.py):\d+/.exec(rows[idx])[1] : undefined;
+      if (wanted) {
+        await poll(async () => ((await page.title()).includes(wanted) ? true : undefined), `the window title to name ${wanted}`, 20000);
+        await sleep(500);
+        await shot('query-opened');
+      }
+      return `${rows.length} rows; first static-shift row ${JSON.stringify(hit)}${wanted ? `; opened ${wanted}` : ''}`;
+    });
+
+    await step('status bar still ready after the session', async () => {
+      const s = await pycsamtStatus();
+      assert(/ready · [\d,]+ chunks/.test(s), s);
+      await shot('final');
+      return JSON.stringify(s);
+    });
+  } catch (err) {
+    record('driver', false, err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : String(err));
+  } finally {
+    if (browser) await browser.close().catch(() => undefined);
+    cs.kill('SIGTERM');
+    fs.writeFileSync(path.join(SHOTS, 'code-server.log'), csLog);
+  }
+  const failed = results.filter((r) => !r.ok).length;
+  console.log(`# screenshots: ${SHOTS}`);
+  console.log(`vscode-e2e: ${results.length - failed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+})();
