@@ -1901,6 +1901,18 @@ class PackageModel:
         }
         self._invalidate()
 
+    def copy(self) -> PackageModel:
+        """A model sharing this one's (immutable) module facts, with empty caches.
+
+        Updates go to a copy that is then swapped in, so readers on other
+        threads keep a consistent model while a file change is applied.
+        """
+        new = PackageModel(self.package, self.root)
+        new._files = dict(self._files)
+        new._dirs = set(self._dirs)
+        new._suggest_demote = self._suggest_demote
+        return new
+
     def _invalidate(self) -> None:
         self._modules = None
         self._registered = None

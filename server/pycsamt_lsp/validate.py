@@ -25,6 +25,7 @@ import ast
 import difflib
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,8 +243,11 @@ class _Analyzer:
         line_offset: int = 0,
         col_offset: int = 0,
         imports_only: bool = False,
+        rank: Callable[[str, list[str]], list[str]] | None = None,
     ) -> None:
         self.model = model
+        #: optional re-ranking of quick-fix candidates (e.g. blended with retrieval)
+        self.rank = rank
         self.pkg = model.package
         self.lines = _LINE_SPLIT.split(text)
         self.out = out
@@ -560,13 +564,19 @@ class _Analyzer:
                     and q not in out
                 ):
                     out.append(q)
+        pinned = len(out)
+        depth = 8 if self.rank else 3
         if within:
-            for c in self.model.suggest(dotted, k=3, within=within):
+            for c in self.model.suggest(dotted, k=depth, within=within):
                 if c not in out:
                     out.append(c)
-        for c in self.model.suggest(dotted, k=3):
+        for c in self.model.suggest(dotted, k=depth):
             if c not in out:
                 out.append(c)
+        if self.rank is not None:
+            out = out[:pinned] + [
+                c for c in self.rank(dotted, out[pinned:]) if c not in out[:pinned]
+            ]
         return out[:3]
 
     def _from_fix(
@@ -965,7 +975,11 @@ def _syntax_problem(exc: SyntaxError | ValueError, lines: list[str]) -> Problem:
 
 
 def _analyse(
-    code: str, model: PackageModel, *, compile_check: bool = False
+    code: str,
+    model: PackageModel,
+    *,
+    compile_check: bool = False,
+    rank: Callable[[str, list[str]], list[str]] | None = None,
 ) -> _Analysis:
     out = _Analysis()
     lines = _LINE_SPLIT.split(code)
@@ -974,7 +988,7 @@ def _analyse(
     except (SyntaxError, ValueError) as exc:
         out.syntax_ok = False
         out.problems.append(_syntax_problem(exc, lines))
-        _recover(code, lines, exc, model, out)
+        _recover(code, lines, exc, model, out, rank)
     else:
         if compile_check:
             try:
@@ -982,7 +996,7 @@ def _analyse(
             except (SyntaxError, ValueError) as exc:
                 out.syntax_ok = False
                 out.problems.append(_syntax_problem(exc, lines))
-        _Analyzer(model, code, out).run(tree)
+        _Analyzer(model, code, out, rank=rank).run(tree)
     out.problems.sort(key=lambda p: (p.line, p.col, p.code))
     return out
 
@@ -993,6 +1007,7 @@ def _recover(
     exc: SyntaxError | ValueError,
     model: PackageModel,
     out: _Analysis,
+    rank: Callable[[str, list[str]], list[str]] | None = None,
 ) -> None:
     """Check what parses around a syntax error: the longest prefix that
     parses gets the full analysis, then every later import statement that
@@ -1011,7 +1026,7 @@ def _recover(
             nxt = (getattr(inner, "lineno", None) or cut) - 1
             cut = min(cut - 1, nxt)
     if tree is not None and cut > 0:
-        _Analyzer(model, "\n".join(lines[:cut]), out).run(tree)
+        _Analyzer(model, "\n".join(lines[:cut]), out, rank=rank).run(tree)
     i = cut
     while i < len(lines):
         stripped = lines[i].lstrip()
@@ -1031,18 +1046,31 @@ def _recover(
                 break
             indent = len(chunk[0]) - len(chunk[0].lstrip())
             _Analyzer(
-                model, text, out, line_offset=i, col_offset=indent, imports_only=True
+                model,
+                text,
+                out,
+                line_offset=i,
+                col_offset=indent,
+                imports_only=True,
+                rank=rank,
             ).run(frag)
             i += k - 1
             break
         i += 1
 
 
-def find_problems(code: str, model: PackageModel) -> list[Problem]:
+def find_problems(
+    code: str,
+    model: PackageModel,
+    rank: Callable[[str, list[str]], list[str]] | None = None,
+) -> list[Problem]:
     """Positioned problems of ``code`` for editor diagnostics (never raises
     on bad input; a buffer with a syntax error gets one ``syntax-error``
-    problem plus the problems of every import that still parses)."""
-    return _analyse(code, model).problems
+    problem plus the problems of every import that still parses).
+
+    *rank* may reorder the name-alike candidates of a missing name (the
+    workspace blends in retrieval over the index)."""
+    return _analyse(code, model, rank=rank).problems
 
 
 def validate_generated_code(code: str, model: PackageModel) -> dict[str, Any]:

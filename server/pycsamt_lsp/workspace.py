@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -33,6 +34,15 @@ from .corpus import (
 )
 from .index.snapshot import Snapshot
 from .index.store import IndexLoadError, default_index_dir, load_snapshot, save_snapshot
+from .modelstate import (
+    apply_updates,
+    load_model,
+    module_files,
+    process_file,
+    save_model,
+    sha_hex,
+)
+from .package_model import PackageModel
 from .profile import Profile
 from .retrieval import RankAux, load_feedback, search, snippet_of
 
@@ -50,13 +60,6 @@ class QueryError(ValueError):
     """A request's arguments are invalid (the message says which)."""
 
 
-def _chunk_one(args: tuple[str, bytes, Profile]) -> tuple[str, FileChunks]:
-    rel, data, profile = args
-    fc = chunk_file(rel, data, profile)
-    fc.tree = None  # trees do not cross process boundaries cheaply
-    return rel, fc
-
-
 @dataclass
 class _State:
     snapshot: Snapshot | None = None
@@ -66,6 +69,9 @@ class _State:
     last_reason: str = ""
     manifest: dict[str, Any] = field(default_factory=dict)
     dirty: bool = False
+    model: PackageModel | None = None
+    model_shas: dict[str, str] = field(default_factory=dict)
+    model_dirty: bool = False
 
 
 class Workspace:
@@ -108,6 +114,9 @@ class Workspace:
         st.builds += 1
         st.dirty = True
         st.loaded_from = how
+        self._notify(snap)
+
+    def _notify(self, snap: Snapshot) -> None:
         for fn in list(self.listeners):
             try:
                 fn(snap)
@@ -121,34 +130,60 @@ class Workspace:
         entries: dict[str, FileEntry],
         contents: dict[str, bytes],
         progress: Progress | None,
-    ) -> tuple[dict[str, tuple[str, list[Chunk]]], dict[str, str]]:
+        model_only: dict[str, bytes],
+    ) -> tuple[dict[str, tuple[str, list[Chunk]]], dict[str, str], PackageModel]:
+        """Chunk indexed files and model package modules, one parse per file."""
         per_file: dict[str, tuple[str, list[Chunk]]] = {}
         skipped: dict[str, str] = {}
-        rels = sorted(entries)
-        total = max(len(rels), 1)
+        model = PackageModel(self.profile.package, self.root)
+        jobs = [(rel, contents[rel], self.profile, True) for rel in sorted(entries)]
+        jobs += [
+            (rel, data, self.profile, False) for rel, data in sorted(model_only.items())
+        ]
+        total = max(len(jobs), 1)
 
-        def take(i: int, rel: str, fc: FileChunks) -> None:
-            if fc.error:
-                log.info("skipped %s: %s", rel, fc.error)
-                skipped[rel] = fc.error
-            per_file[rel] = (entries[rel].sha256.hex(), fc.chunks)
+        def take(i: int, rel: str, fc: FileChunks, info) -> None:
+            if info is not None:
+                model.add_module(info)
+            if rel in entries:
+                if fc.error:
+                    log.info("skipped %s: %s", rel, fc.error)
+                    skipped[rel] = fc.error
+                per_file[rel] = (entries[rel].sha256.hex(), fc.chunks)
             if progress and (i % 50 == 0 or i == total - 1):
-                progress(
-                    5 + int(80 * (i + 1) / total), f"chunked {i + 1}/{total} files"
-                )
+                progress(5 + int(80 * (i + 1) / total), f"parsed {i + 1}/{total} files")
 
-        if self.workers > 1 and len(rels) >= _PARALLEL_MIN_FILES:
-            jobs = [(rel, contents[rel], self.profile) for rel in rels]
+        if self.workers > 1 and len(jobs) >= _PARALLEL_MIN_FILES:
             # spawn, not fork: a server process has threads (event loop, pool
             # threads) and forking it can deadlock the children.
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
-                for i, (rel, fc) in enumerate(pool.map(_chunk_one, jobs, chunksize=32)):
-                    take(i, rel, fc)
+                for i, (rel, fc, info) in enumerate(
+                    pool.map(process_file, jobs, chunksize=32)
+                ):
+                    take(i, rel, fc, info)
         else:
-            for i, rel in enumerate(rels):
-                take(i, rel, chunk_file(rel, contents[rel], self.profile))
-        return per_file, skipped
+            for i, job in enumerate(jobs):
+                take(i, *process_file(job))
+        return per_file, skipped, model
+
+    def _model_only_files(
+        self, indexed: dict[str, bytes]
+    ) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Module files the index leaves out (UI glue, tests, stubs): contents and shas."""
+        data: dict[str, bytes] = {}
+        shas: dict[str, str] = {}
+        for rel, path in module_files(self.root, self.profile.package).items():
+            if rel in indexed:
+                shas[rel] = sha_hex(indexed[rel])
+                continue
+            try:
+                raw = path.read_bytes() if not rel.endswith((".so", ".pyd")) else b""
+            except OSError:
+                continue
+            data[rel] = raw
+            shas[rel] = sha_hex(raw)
+        return data, shas
 
     def build(self, progress: Progress | None = None) -> dict[str, Any]:
         """Index the whole corpus from scratch."""
@@ -160,7 +195,11 @@ class Workspace:
                 self.root, self.profile, self._files()
             )
             fp = fingerprint({r: e.sha256 for r, e in entries.items()})
-            per_file, skipped = self._chunk_files(entries, contents, progress)
+            model_only, model_shas = self._model_only_files(contents)
+            per_file, skipped, model = self._chunk_files(
+                entries, contents, progress, model_only
+            )
+            self._set_model(model, model_shas)
             for rel in skips.too_large:
                 skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
             for rel in skips.unreadable:
@@ -313,7 +352,9 @@ class Workspace:
             removed: list[str] = []
             for rel, (state, value) in seen.items():
                 if state == "ok":
-                    if old.get(rel) != value[0]:  # unchanged files keep their skip reason
+                    if (
+                        old.get(rel) != value[0]
+                    ):  # unchanged files keep their skip reason
                         skipped.pop(rel, None)
                         contents[rel] = value
                     continue
@@ -327,6 +368,7 @@ class Workspace:
                 "added": sorted(r for r in contents if r not in old),
                 "removed": sorted(removed),
             }
+            self._refresh_model_only(None if paths is None else rels)
             if not (removed or contents or skipped != dict(snap.skipped)):
                 report["seconds"] = round(time.perf_counter() - t0, 4)
                 report["fingerprint"] = snap.fingerprint
@@ -335,12 +377,17 @@ class Workspace:
             digests.update({r: sha for r, (sha, _) in contents.items()})
             fp = fingerprint({r: bytes.fromhex(h) for r, h in digests.items()})
             per_file: dict[str, tuple[str, list[Chunk]]] = {}
+            model_updates: list[tuple[str, bytes | None, Any]] = [
+                (rel, None, None) for rel in removed
+            ]
             for rel, (sha, data) in contents.items():
                 fc = chunk_file(rel, data, self.profile)
                 if fc.error:
                     log.info("skipped %s: %s", rel, fc.error)
                     skipped[rel] = fc.error
                 per_file[rel] = (sha, fc.chunks)
+                model_updates.append((rel, data, fc.tree))
+            self._update_model(model_updates, notify=False)
             self._publish(snap.updated(per_file, removed, fp, skipped), "update")
             report["fingerprint"] = fp
             report["seconds"] = round(time.perf_counter() - t0, 4)
@@ -363,7 +410,150 @@ class Workspace:
                 return None
             self._state.manifest = manifest
             self._state.dirty = False
+            st = self._state
+            if st.model is not None and st.model_dirty:
+                try:
+                    save_model(self.index_dir, st.model, st.model_shas)
+                    st.model_dirty = False
+                except OSError as exc:
+                    log.warning("could not persist the package model: %s", exc)
             return manifest
+
+    # -- the package model --------------------------------------------------
+
+    def _set_model(self, model: PackageModel, shas: dict[str, str]) -> None:
+        model.suggest_demote = lambda rel: not self.profile.should_index(rel)
+        st = self._state
+        st.model, st.model_shas, st.model_dirty = model, shas, True
+
+    @property
+    def model(self) -> PackageModel:
+        """The static package model, loaded or built on first use."""
+        m = self._state.model
+        return m if m is not None else self.ensure_model()
+
+    def ensure_model(self) -> PackageModel:
+        """Load the persisted model (re-parsing changed modules) or build it."""
+        with self._lock:
+            st = self._state
+            if st.model is None:
+                files = module_files(self.root, self.profile.package)
+                model, shas, changed = load_model(
+                    self.index_dir,
+                    self.root,
+                    self.profile.package,
+                    files,
+                    workers=self.workers,
+                )
+                self._set_model(model, shas)
+                st.model_dirty = changed
+                model.prepare()
+            return st.model
+
+    def _update_model(
+        self, updates: list[tuple[str, bytes | None, Any]], *, notify: bool = True
+    ) -> bool:
+        st = self._state
+        if st.model is None:
+            return False
+        got = apply_updates(st.model, st.model_shas, updates)
+        if got is None:
+            return False
+        self._set_model(*got)
+        if notify and st.snapshot is not None:
+            self._notify(st.snapshot)
+        return True
+
+    def _refresh_model_only(self, rels: set[str] | None) -> None:
+        """Apply changes to module files that the index does not hold."""
+        st = self._state
+        if st.model is None:
+            return
+        pkg = self.profile.package + "/"
+        if rels is None:
+            files = module_files(self.root, self.profile.package)
+            cands = set(files) | set(st.model_shas)
+        else:
+            files = None
+            cands = {r for r in rels if r.startswith(pkg)}
+        updates: list[tuple[str, bytes | None, Any]] = []
+        for rel in sorted(cands):
+            if self.profile.should_index(rel) and rel.endswith(".py"):
+                continue  # handled with the index, from the same parse
+            path = files.get(rel) if files is not None else self.root / rel
+            try:
+                data = (
+                    None
+                    if path is None
+                    else (b"" if rel.endswith((".so", ".pyd")) else path.read_bytes())
+                )
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                data = None
+            except OSError:
+                continue
+            updates.append((rel, data, None))
+        self._update_model(updates)
+
+    def rank_candidates(self, dotted: str, candidates: list[str]) -> list[str]:
+        """Blend name similarity with retrieval over the index (quick fixes).
+
+        Both lists are compared by what each name resolves to, so a symbol
+        and its re-export count once; the shorter public path is shown. The
+        score is reciprocal-rank fusion of the two orders.
+        """
+        snap, aux = self._state.snapshot, self._state.aux
+        model = self._state.model
+        if snap is None or aux is None or model is None:
+            return candidates
+        leaf = dotted.rsplit(".", 1)[-1]
+        words = " ".join(p for p in re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", leaf) if p)
+        try:
+            hits, _ = search(
+                snap,
+                aux,
+                self.profile,
+                f"{leaf} {words}",
+                k=20,
+                kinds=("python_symbol",),
+            )
+        except Exception:  # noqa: BLE001 - ranking must never break diagnostics
+            return candidates
+        retrieved = [
+            snap.table.symbols[h.slot] for h in hits if snap.table.symbols[h.slot]
+        ]
+
+        def target(name: str) -> tuple[str, int] | None:
+            res = model.resolve(name)
+            if not res.exists:
+                return None
+            return res.target or name, self.profile.priority_for(res.path or "")
+
+        score: dict[str, float] = {}
+        shown: dict[str, str] = {}
+        for order in (candidates, retrieved):
+            for rank, name in enumerate(order):
+                got = target(name)
+                if got is None or name.rsplit(".", 1)[-1].startswith("_"):
+                    continue
+                t, prio = got
+                # the profile's implementation areas are the public science API
+                score[t] = score.get(t, 0.0) + (1.0 + 0.25 * (prio - 1)) / (5 + rank)
+                if t not in shown or len(name) < len(shown[t]):
+                    shown[t] = name
+        ordered = sorted(score, key=lambda t: (-score[t], shown[t]))
+        return [shown[t] for t in ordered]
+
+    def problems(self, code: str) -> list:
+        """Import problems of a buffer (validator + retrieval-ranked fixes)."""
+        from .validate import find_problems
+
+        return find_problems(code, self.model, rank=self.rank_candidates)
+
+    def validate(self, code: str) -> dict[str, Any]:
+        """The seed's ``validate_generated_code`` report against this corpus."""
+        from .validate import validate_generated_code
+
+        return validate_generated_code(code, self.model)
 
     def _manifest_extra(self) -> dict[str, Any]:
         return {"corpus_root": str(self.root), "profile": self.profile.name}
@@ -486,7 +676,8 @@ class Workspace:
             "builds": st.builds,
             "generation": snap.generation,
             "loaded_from": st.loaded_from,
-            "persisted": not st.dirty,
+            "persisted": not (st.dirty or st.model_dirty),
+            "model_modules": len(st.model.modules) if st.model is not None else None,
             "created": st.manifest.get("created"),
             "tool_version": __version__,
         }
