@@ -87,6 +87,48 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stdio", action="store_true", help="stdio transport (the default)")
 
+    p = sub.add_parser(
+        "validate", help="check a Python file's package imports (exit 1 on errors)"
+    )
+    _common(p)
+    p.add_argument("file", help="a Python file, or - for standard input")
+
+    p = sub.add_parser(
+        "search", help="live developer search over the source (no index)"
+    )
+    _common(p)
+    p.add_argument("query")
+    p.add_argument(
+        "--include-tests", action="store_true", help="also search unit tests"
+    )
+    p.add_argument("--limit", type=int, default=6)
+
+    p = sub.add_parser(
+        "inspect-symbol", help="signature, docstring and lines of a symbol in a file"
+    )
+    _common(p)
+    p.add_argument("path", help="corpus-relative path")
+    p.add_argument("symbol", help="e.g. func or Class.method")
+
+    p = sub.add_parser("read-source", help="read at most 80 lines of a corpus file")
+    _common(p)
+    p.add_argument("path", help="corpus-relative path")
+    p.add_argument("--start", type=int, default=1)
+    p.add_argument("--lines", type=int, default=80)
+
+    p = sub.add_parser("eval", help="retrieval metrics on the JSONL suites")
+    _common(p)
+    p.add_argument(
+        "--suite-dir",
+        help="folder of *.jsonl suites (default: bundled + project suites)",
+    )
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument(
+        "--ablate",
+        action="store_true",
+        help="switch each ranking component off in turn",
+    )
+
     for extra in _EXTRA_PARSERS:
         extra(sub)
     return ap
@@ -153,6 +195,49 @@ def _run(args: argparse.Namespace) -> int:
             else {"query": args.query, "k": args.k, "workflow": args.workflow}
         )
         _emit(args, run_command(name, ws, raw), REGISTRY[name].format)
+        return 0
+    if args.cmd == "validate":
+        if args.file == "-":
+            code = sys.stdin.read()
+        else:
+            try:
+                code = Path(args.file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CliError(f"cannot read {args.file}: {exc}") from None
+        ws = _open(args, load=False)
+        result = run_command("pycsamt.validate", ws, {"code": code})
+        _emit(args, result, REGISTRY["pycsamt.validate"].format)
+        return 1 if result["errors"] else 0
+    plain = {
+        "search": (
+            "pycsamt.searchSource",
+            lambda a: {
+                "query": a.query,
+                "includeTests": a.include_tests,
+                "limit": a.limit,
+            },
+        ),
+        "inspect-symbol": (
+            "pycsamt.inspectSymbol",
+            lambda a: {"path": a.path, "symbol": a.symbol},
+        ),
+        "read-source": (
+            "pycsamt.readSource",
+            lambda a: {"path": a.path, "start": a.start, "lines": a.lines},
+        ),
+    }
+    if args.cmd in plain:
+        name, build = plain[args.cmd]
+        result = run_command(name, _open(args, load=False), build(args))
+        _emit(args, result, REGISTRY[name].format)
+        return 0
+    if args.cmd == "eval":
+        raw = {"suiteDir": args.suite_dir, "k": args.k, "ablate": args.ablate}
+        _emit(
+            args,
+            run_command("pycsamt.eval", _open(args), raw),
+            REGISTRY["pycsamt.eval"].format,
+        )
         return 0
     runner = _EXTRA_RUNNERS.get(args.cmd)
     if runner is None:

@@ -103,6 +103,11 @@ class Workspace:
         return self._state.snapshot
 
     @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest of the last persisted or loaded index (may be empty)."""
+        return dict(self._state.manifest)
+
+    @property
     def builds(self) -> int:
         """How many times a new snapshot was made (full or incremental)."""
         return self._state.builds

@@ -2,3 +2,5 @@
 
 Each feature module registers its handlers on the shared server when imported.
 """
+
+from . import diagnostics  # noqa: E402,F401

@@ -1,0 +1,298 @@
+"""Hallucinated-import diagnostics and their quick fixes.
+
+Per open document: debounced on change, computed off the event loop from
+the current package model, published with the document version, dropped if
+the document changed or closed meanwhile, cleared on close, and recomputed
+for every open document when the index or the model changes (a symbol added
+to the package makes its squiggle go away). Python buffers are checked
+whole; Markdown and reStructuredText buffers have their ``python`` code
+blocks checked with the block's line offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+
+from .server import PycsamtServer, server
+
+__all__ = ["python_regions"]
+
+log = logging.getLogger("pycsamt_lsp")
+
+SOURCE = "pycsamt-lsp"
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+_MD_FENCE = re.compile(r"^(\s*)(```|~~~)\s*(\w+)?")
+_RST_BLOCK = re.compile(
+    r"^(\s*)\.\.\s+(code-block|code|sourcecode)::\s*(python|py|python3)?\s*$|^(.*)::\s*$"
+)
+_pending: dict[str, asyncio.TimerHandle] = {}
+
+
+def python_regions(text: str, language: str) -> list[tuple[int, str]]:
+    """``(first line, code)`` of each Python region of a document."""
+    if language == "python":
+        return [(0, text)]
+    lines = text.splitlines()
+    out: list[tuple[int, str]] = []
+    i = 0
+    if language == "markdown":
+        while i < len(lines):
+            m = _MD_FENCE.match(lines[i])
+            if m and (m.group(3) or "").lower() in ("python", "py", "python3", "pycon"):
+                fence, start = m.group(2), i + 1
+                j = start
+                while j < len(lines) and not lines[j].lstrip().startswith(fence):
+                    j += 1
+                out.append((start, "\n".join(lines[start:j])))
+                i = j + 1
+            elif m:
+                fence = m.group(2)
+                i += 1
+                while i < len(lines) and not lines[i].lstrip().startswith(fence):
+                    i += 1
+                i += 1
+            else:
+                i += 1
+        return out
+    if language == "restructuredtext":
+        while i < len(lines):
+            m = _RST_BLOCK.match(lines[i])
+            is_py = m and (m.group(3) or (m.group(4) is not None and not m.group(2)))
+            if not is_py:
+                i += 1
+                continue
+            base = len(lines[i]) - len(lines[i].lstrip())
+            j = i + 1
+            while (
+                j < len(lines)
+                and (not lines[j].strip() or lines[j].lstrip().startswith(":"))
+                and j < i + 4
+            ):
+                j += 1
+            start = j
+            while j < len(lines) and (
+                not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > base
+            ):
+                j += 1
+            block = lines[start:j]
+            indent = min(
+                (len(b) - len(b.lstrip()) for b in block if b.strip()), default=0
+            )
+            out.append((start, "\n".join(b[indent:] for b in block)))
+            i = j
+        return out
+    return []
+
+
+def _utf16(line: str, col: int) -> int:
+    """Code-point column -> UTF-16 column (LSP's default encoding)."""
+    prefix = line[:col]
+    return col if prefix.isascii() else len(prefix.encode("utf-16-le")) // 2
+
+
+def _range(lines: list[str], l0: int, c0: int, l1: int, c1: int) -> types.Range:
+    def pos(ln: int, c: int) -> types.Position:
+        text = lines[ln] if 0 <= ln < len(lines) else ""
+        return types.Position(line=ln, character=_utf16(text, c))
+
+    return types.Range(start=pos(l0, c0), end=pos(l1, c1))
+
+
+def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnostic]:
+    """Diagnostics of one document (runs in a worker thread)."""
+    ws = ls.ws
+    if ws is None:
+        return []
+    ws.ensure_model()
+    lines = text.splitlines() or [""]
+    severity = _SEVERITY[ls.settings.diagnosticsSeverity]
+    out: list[types.Diagnostic] = []
+    for offset, code in python_regions(text, language):
+        if not code.strip():
+            continue
+        for p in ws.problems(code):
+            sev = (
+                severity if p.severity == "error" else types.DiagnosticSeverity.Warning
+            )
+            if p.severity != "error" and severity in (
+                types.DiagnosticSeverity.Information,
+                types.DiagnosticSeverity.Hint,
+            ):
+                sev = severity
+            code_indent = 0
+            if offset:  # rst blocks are dedented: restore their indentation
+                src_line = (
+                    lines[offset + p.line] if offset + p.line < len(lines) else ""
+                )
+                code_line = (
+                    code.splitlines()[p.line] if p.line < len(code.splitlines()) else ""
+                )
+                code_indent = (
+                    len(src_line)
+                    - len(src_line.lstrip())
+                    - (len(code_line) - len(code_line.lstrip()))
+                )
+            fixes = []
+            for f in p.fixes:
+                fixes.append(
+                    {
+                        "title": f.title,
+                        "edits": [
+                            {
+                                "range": _to_json(
+                                    _range(
+                                        lines,
+                                        offset + e.line,
+                                        e.col + code_indent,
+                                        offset + e.end_line,
+                                        e.end_col + code_indent,
+                                    )
+                                ),
+                                "newText": e.new_text,
+                            }
+                            for e in f.edits
+                        ],
+                    }
+                )
+            out.append(
+                types.Diagnostic(
+                    range=_range(
+                        lines,
+                        offset + p.line,
+                        p.col + code_indent,
+                        offset + p.end_line,
+                        p.end_col + code_indent,
+                    ),
+                    message=p.message,
+                    severity=sev,
+                    code=p.code,
+                    source=SOURCE,
+                    data={"fixes": fixes, "candidates": list(p.candidates)},
+                )
+            )
+    return out
+
+
+def _to_json(r: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": r.start.line, "character": r.start.character},
+        "end": {"line": r.end.line, "character": r.end.character},
+    }
+
+
+async def publish(ls: PycsamtServer, uri: str) -> None:
+    """Compute and publish the diagnostics of *uri* if it is still open."""
+    doc = ls.workspace.text_documents.get(unquote(uri))
+    if doc is None:
+        return
+    language = doc.language_id or ("python" if uri.endswith(".py") else "")
+    if language not in ("python", "markdown", "restructuredtext"):
+        return
+    version, text = doc.version, doc.source
+    try:
+        await ls.workspace_ready()
+        diags = await asyncio.to_thread(compute, ls, text, language)
+    except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server
+        log.warning("diagnostics for %s failed: %s", uri, exc)
+        return
+    doc = ls.workspace.text_documents.get(unquote(uri))
+    if doc is None or doc.version != version:
+        return  # closed or edited meanwhile: a newer run will publish
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diags)
+    )
+
+
+def schedule(ls: PycsamtServer, uri: str, delay: float) -> None:
+    """Debounce per URI."""
+    handle = _pending.pop(uri, None)
+    if handle is not None:
+        handle.cancel()
+
+    def fire() -> None:
+        _pending.pop(uri, None)
+        ls.spawn(publish(ls, uri))
+
+    _pending[uri] = ls.loop.call_later(delay, fire)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+async def did_open(ls: PycsamtServer, params: types.DidOpenTextDocumentParams) -> None:
+    await publish(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: PycsamtServer, params: types.DidChangeTextDocumentParams) -> None:
+    schedule(ls, params.text_document.uri, max(ls.settings.debounceMs, 0) / 1000.0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: PycsamtServer, params: types.DidSaveTextDocumentParams) -> None:
+    schedule(ls, params.text_document.uri, 0.0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: PycsamtServer, params: types.DidCloseTextDocumentParams) -> None:
+    handle = _pending.pop(params.text_document.uri, None)
+    if handle is not None:
+        handle.cancel()
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+    )
+
+
+def _refresh_all(ls: PycsamtServer) -> None:
+    for uri in list(ls.workspace.text_documents):
+        schedule(ls, uri, 0.05)
+
+
+server.on_index_changed.append(_refresh_all)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+)
+def code_action(
+    ls: PycsamtServer, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    uri = params.text_document.uri
+    for diag in params.context.diagnostics:
+        if diag.source != SOURCE or not isinstance(diag.data, dict):
+            continue
+        for i, fix in enumerate(diag.data.get("fixes") or []):
+            try:
+                edits = [
+                    types.TextEdit(
+                        range=types.Range(
+                            start=types.Position(**e["range"]["start"]),
+                            end=types.Position(**e["range"]["end"]),
+                        ),
+                        new_text=e["newText"],
+                    )
+                    for e in fix["edits"]
+                ]
+            except (KeyError, TypeError):
+                continue
+            actions.append(
+                types.CodeAction(
+                    title=fix["title"],
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    is_preferred=i == 0,
+                    edit=types.WorkspaceEdit(changes={uri: edits}),
+                )
+            )
+    return actions
