@@ -95,7 +95,7 @@ def bundled_recipes_dir() -> Path | None:
     here = Path(__file__).resolve().parent
     for cand in (here / "assistant_recipes", here.parents[1] / "assistant_recipes"):
         if cand.is_dir():
-            return cand
+            return cand.resolve()  # the package's entry may be a link to the top folder
     return None
 
 

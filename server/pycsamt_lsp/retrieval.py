@@ -154,8 +154,13 @@ def search(
     kinds: Collection[str] | None = None,
     feedback: Mapping[str, float] | None = None,
     disable: Collection[str] = (),
+    per_file: int | None = None,
 ) -> tuple[list[Hit], dict]:
-    """Rank chunks for *query*; returns hits and facts about the ranking."""
+    """Rank chunks for *query*; returns hits and facts about the ranking.
+
+    *per_file* caps how many results one source file contributes (the
+    ranking and the scores are the seed's; only the selection is diversified).
+    """
     bm25 = snap.bm25
     base = bm25.scores(tokenize(query))
     exp_terms = [] if "expansion" in disable else profile.expand(query)
@@ -204,14 +209,40 @@ def search(
     info["top_score"] = float(s.max())
     info["n_candidates"] = len(idx)
     k = max(int(k), 0)
-    if k < len(s):
-        kth = np.partition(-s, k - 1)[k - 1] if k else -np.inf
+    # with a per-file cap some of the best may be passed over: look deeper
+    depth = k if not per_file else min(len(s), k * 4 + 50)
+    if depth < len(s):
+        kth = np.partition(-s, depth - 1)[depth - 1] if depth else -np.inf
         keep = np.flatnonzero(-s <= kth)  # ties at the boundary stay in the race
     else:
         keep = np.arange(len(s))
     ids = snap.table.ids
-    order = sorted(keep.tolist(), key=lambda j: (-s[j], ids[idx[j]]))[:k]
-    return [Hit(int(idx[j]), float(s[j])) for j in order], info
+    order = sorted(keep.tolist(), key=lambda j: (-s[j], ids[idx[j]]))
+    if per_file:
+        order = _diversify(
+            order, [snap.table.paths[idx[j]] for j in order], per_file, k
+        )
+    return [Hit(int(idx[j]), float(s[j])) for j in order[:k]], info
+
+
+def _diversify(order: list[int], paths: list[str], per_file: int, k: int) -> list[int]:
+    """At most *per_file* results from one file, unless too few files match.
+
+    Scores are untouched; only the selection changes, so one long document
+    (a recipe with many matching sections) cannot fill the whole list.
+    """
+    taken: list[int] = []
+    spill: list[int] = []
+    count: dict[str, int] = {}
+    for j, path in zip(order, paths, strict=True):
+        if count.get(path, 0) < per_file:
+            count[path] = count.get(path, 0) + 1
+            taken.append(j)
+            if len(taken) == k:
+                return taken
+        else:
+            spill.append(j)
+    return taken + spill[: k - len(taken)]
 
 
 def snippet_of(text: str, limit: int = 240) -> str:

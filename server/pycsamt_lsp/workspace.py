@@ -580,6 +580,7 @@ class Workspace:
         kinds: Collection[str] | None = None,
         disable: Collection[str] = (),
         snippets: bool = True,
+        per_file: int | None = 2,
     ) -> dict[str, Any]:
         """Ranked chunks for *query* as a JSON-ready dict (the ``pycsamt.query`` result)."""
         if not isinstance(query, str) or not query.strip():
@@ -601,6 +602,7 @@ class Workspace:
             kinds=kinds,
             feedback=load_feedback(self.feedback_path),
             disable=disable,
+            per_file=per_file,
         )
         t = snap.table
         results = []

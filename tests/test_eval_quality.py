@@ -1,0 +1,49 @@
+"""Retrieval quality on the real suites: a regression fails CI (issue 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pycsamt_lsp import api  # noqa: F401 - registers the commands
+from pycsamt_lsp.commands import run_command
+from pycsamt_lsp.profile import load_profile
+from pycsamt_lsp.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def report(real_corpus, tmp_path_factory):
+    ws = Workspace(
+        real_corpus, load_profile(), index_dir=tmp_path_factory.mktemp("idx")
+    )
+    ws.open()
+    return run_command("pycsamt.eval", ws, {})
+
+
+@pytest.mark.corpus
+def test_bundled_suites_are_perfect(report):
+    bundled = {n: r for n, r in report["suites"].items() if n != "paraphrase.jsonl"}
+    assert len(bundled) >= 5
+    for name, suite in bundled.items():
+        m = suite["metrics"]
+        for key in ("symbol_recall", "workflow_in_topk", "no_test_in_topk"):
+            if m.get(key) is not None:
+                assert m[key] == 1.0, (name, key, m)
+        assert m["hallucination_violations"] == 0, (name, m)
+
+
+@pytest.mark.corpus
+def test_paraphrase_suite_finds_the_workflow(report):
+    m = report["suites"]["paraphrase.jsonl"]["metrics"]
+    assert m["workflow_in_topk"] >= 0.9, m
+
+
+@pytest.mark.corpus
+def test_report_is_reproducible(report):
+    rep = report["reproducibility"]
+    for key in ("tool_version", "python", "manifest", "suites", "counts_by_kind"):
+        assert rep.get(key), key
+    assert rep["manifest"]["n_chunks"] > 3000
