@@ -95,6 +95,60 @@ class RankAux:
             symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
         )
 
+    def extended(self, snap: Snapshot, start: int) -> RankAux:
+        """This aux plus the slots ``start..`` of *snap* (appended by an update).
+
+        Slots removed by the update keep their entries: their BM25 score is
+        zero, so no boost can reach them. Costs the new slots, not the corpus.
+        """
+        t = snap.table
+        wf_ids = dict(self.wf_ids)
+        kind_ids = dict(self.kind_ids)
+        new = range(start, len(t))
+        wf_code = np.concatenate(
+            (
+                self.wf_code,
+                np.array(
+                    [
+                        -1
+                        if t.workflows[i] is None
+                        else wf_ids.setdefault(t.workflows[i], len(wf_ids))
+                        for i in new
+                    ],
+                    np.int16,
+                ),
+            )
+        )
+        kind_code = np.concatenate(
+            (
+                self.kind_code,
+                np.array(
+                    [kind_ids.setdefault(t.kinds[i], len(kind_ids)) for i in new],
+                    np.int8,
+                ),
+            )
+        )
+        leaves = dict(self.leaf_slots)
+        symbols = dict(self.symbol_slots)
+        for slot in new:
+            sym = t.symbols[slot]
+            if not sym:
+                continue
+            symbols[sym] = np.append(symbols.get(sym, np.zeros(0, np.int64)), slot)
+            leaf = sym.rsplit(".", 1)[-1].lower()
+            if len(leaf) >= 3:
+                leaves[leaf] = np.append(leaves.get(leaf, np.zeros(0, np.int64)), slot)
+        return RankAux(
+            prio_factor=1.0 + PRIORITY_STEP * (t.priority.astype(np.float64) - 1.0),
+            recipe=kind_code == kind_ids.get("recipe", -1),
+            wf_code=wf_code,
+            wf_ids=wf_ids,
+            kind_code=kind_code,
+            kind_ids=kind_ids,
+            leaf_slots=leaves,
+            symbol_slots=symbols,
+        )
+
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:
         """Slots whose leaf symbol occurs in the query text.
 

@@ -113,8 +113,12 @@ class Workspace:
         return self._state.builds
 
     def _publish(self, snap: Snapshot, how: str) -> None:
-        aux = RankAux.of(snap)
         st = self._state
+        old = st.snapshot
+        if how == "update" and old is not None and st.aux is not None:
+            aux = st.aux.extended(snap, len(old.table))  # updates only append slots
+        else:
+            aux = RankAux.of(snap)
         st.snapshot, st.aux = snap, aux
         st.builds += 1
         st.dirty = True
@@ -416,6 +420,13 @@ class Workspace:
             self._state.manifest = manifest
             self._state.dirty = False
             st = self._state
+            # Serve from what was just written: chunk texts then live on disk
+            # (read by offset), not in memory. Same content, so no rebuild.
+            try:
+                disk, _ = load_snapshot(self.index_dir, profile_name=self.profile.name)
+                st.snapshot, st.aux = disk, RankAux.of(disk)
+            except IndexLoadError as exc:
+                log.info("keeping the in-memory snapshot: %s", exc)
             if st.model is not None and st.model_dirty:
                 try:
                     save_model(self.index_dir, st.model, st.model_shas)
