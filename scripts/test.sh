@@ -16,3 +16,10 @@ python -m pytest -q -p no:cacheprovider
 
 echo "== VS Code extension"
 bash client-vscode/scripts/ci.sh
+
+echo "== editors: JSON-RPC client (vscode-languageserver-protocol)"
+bash tests/editors/run_jsonrpc.sh
+echo "== editors: Neovim"
+bash tests/editors/nvim_test.sh
+echo "== editors: VS Code (code-server, headless Chromium); screenshots in artifacts/vscode-e2e"
+E2E_OUT="$PWD/artifacts/vscode-e2e" bash tests/editors/run_vscode_e2e.sh

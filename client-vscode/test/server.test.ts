@@ -52,6 +52,7 @@ describe('ServerManager', () => {
     assert.equal(client.serverOptions.transport, 0);
     assert.deepEqual(client.clientOptions.initializationOptions, {
       corpusRoot: '/data/pycsamt-2.6.4',
+      indexDir: '',
       profile: 'pycsamt',
       resultCount: 10,
       dense: false,

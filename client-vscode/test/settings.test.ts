@@ -22,6 +22,7 @@ describe('initializationOptions from package.json defaults', () => {
     const opts = buildInitializationOptions(fromPackageJson, { workspaceFolder: '/ws', home: '/home/u' });
     assert.deepEqual(opts, {
       corpusRoot: '',
+      indexDir: '',
       profile: 'pycsamt',
       resultCount: 10,
       dense: false,

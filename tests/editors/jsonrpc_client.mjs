@@ -88,8 +88,11 @@ const TEXT = [
 ].join('\n');
 fs.writeFileSync(SCRIPT, TEXT);
 const uri = pathToFileURL(SCRIPT).href;
+// a fresh index in a temp folder, so the run does not depend on earlier runs
+const INDEX_DIR = process.env.INDEX_DIR || path.join(WS, '.index');
 const settings = {
   corpusRoot: ROOT,
+  indexDir: INDEX_DIR,
   profile: 'pycsamt',
   resultCount: 10,
   dense: false,
@@ -101,6 +104,7 @@ const settings = {
 console.log(`# server: ${PYTHON} -m pycsamt_lsp serve`);
 console.log(`# corpus: ${ROOT}`);
 console.log(`# workspace: ${WS}`);
+console.log(`# index: ${INDEX_DIR}`);
 
 const proc = spawn(PYTHON, ['-m', 'pycsamt_lsp', 'serve'], { cwd: WS, env, stdio: ['pipe', 'pipe', 'pipe'] });
 let stderr = '';

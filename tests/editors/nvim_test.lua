@@ -34,6 +34,8 @@ end
 
 local settings = {
   corpusRoot = corpus,
+  -- a fresh index in a temp folder (nvim_test.sh), so runs do not depend on each other
+  indexDir = os.getenv('PYCSAMT_INDEX_DIR'),
   profile = 'pycsamt',
   resultCount = 10,
   dense = false,

@@ -32,10 +32,10 @@ from pycsamt.emtools.ss import estimate_ss_ama
 factors = estimate_ss_ama(sites, half_window=3)
 PY
 
-echo "# server: $PY -m pycsamt_lsp serve; corpus: $CORPUS"
+echo "# server: $PY -m pycsamt_lsp serve; corpus: $CORPUS; index: $TMP/index"
 set +e
-PYCSAMT_PYTHON=$PY PYCSAMT_FILE=$TMP/ws/survey.py PYCSAMT_CORPUS=$CORPUS \
-  timeout 900 nvim --headless --noplugin -i NONE -n -u "$HERE/nvim_test.lua"
+PYCSAMT_PYTHON=$PY PYCSAMT_FILE=$TMP/ws/survey.py PYCSAMT_CORPUS=$CORPUS PYCSAMT_INDEX_DIR=$TMP/index PYCSAMT_TIMEOUT_MS=${PYCSAMT_TIMEOUT_MS:-240000} \
+  timeout 300 nvim --headless --noplugin -i NONE -n -u "$HERE/nvim_test.lua"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then

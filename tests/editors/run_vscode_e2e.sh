@@ -56,10 +56,11 @@ from pycsamt.emtools.ss import estimate_ss_ama
 
 factors = estimate_ss_ama(sites, half_window=3)
 PY
-"$PY" - "$WS/.vscode/settings.json" "$CORPUS" "$PY" <<'PYEOF'
+# a fresh index in the run's temp state, so the run does not depend on earlier runs
+"$PY" - "$WS/.vscode/settings.json" "$CORPUS" "$PY" "$STATE/index" <<'PYEOF'
 import json, sys
-path, corpus, python = sys.argv[1:4]
-json.dump({"pycsamt.corpusRoot": corpus, "pycsamt.server.python": python}, open(path, "w"), indent=2)
+path, corpus, python, index = sys.argv[1:5]
+json.dump({"pycsamt.corpusRoot": corpus, "pycsamt.server.python": python, "pycsamt.indexDir": index}, open(path, "w"), indent=2)
 PYEOF
 cat > "$STATE/user-data/User/settings.json" <<'JSON'
 {
@@ -76,6 +77,8 @@ cat > "$STATE/user-data/User/settings.json" <<'JSON'
   "editor.hover.delay": 300,
   "editor.minimap.enabled": false,
   "workbench.colorTheme": "Default Light Modern",
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+  "workbench.secondarySideBar.showLabels": false,
   "chat.disableAIFeatures": true
 }
 JSON
@@ -86,7 +89,7 @@ PATH="$NODE24_BIN:$PATH" "$CS" --install-extension "$VSIX" --extensions-dir "$ST
 echo "== driving VS Code"
 set +e
 CODE_SERVER=$CS NODE24_BIN=$NODE24_BIN WORKSPACE=$WS SHOTS=$OUT STATE_DIR=$STATE \
-  timeout 1500 node "$HERE/vscode_e2e.js"
+  TIMEOUT_S=${TIMEOUT_S:-120} timeout 420 node "$HERE/vscode_e2e.js"
 rc=$?
 set -e
 # the extension's output channel, as the user would see it

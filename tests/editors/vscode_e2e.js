@@ -102,6 +102,8 @@ async function problemsLabel() {
   return page.$eval('#status\\.problems', (e) => e.getAttribute('aria-label') || e.textContent).catch(() => '');
 }
 function countOf(label, word) {
+  // the Problems item reads "No Problems" when it is empty
+  if (/^\s*no problems/i.test(label)) return 0;
   const m = new RegExp(`${word}s?:\\s*(\\d+)|(\\d+)\\s+${word}`, 'i').exec(label);
   return m ? Number(m[1] ?? m[2]) : undefined;
 }
@@ -299,22 +301,29 @@ async function freePort() {
       assert(rects.length >= 1, 'static_shift not found in the editor');
       await page.mouse.click(rects[0].x + 3, rects[0].y + rects[0].h / 2);
       await keys('Control+Period');
+      const before = countOf(await problemsLabel(), 'error');
+      assert(before === 1, `expected 1 error before the fix: ${await problemsLabel()}`);
+      // the action rows of the Quick Fix menu (the "Quick Fix" header row is not an action)
       const items = await poll(async () => {
-        const t = await page.$$eval('.action-widget .monaco-list-row, .context-view .action-item', (els) => els.map((e) => e.innerText.trim()));
-        return t.filter(Boolean).length ? t.filter(Boolean) : undefined;
+        const t = await page.$$eval('.action-widget .monaco-list-row.action, .context-view .action-item', (els) =>
+          els.map((e) => e.innerText.trim()).filter(Boolean),
+        );
+        return t.length ? t : undefined;
       }, 'the quick fix menu', 20000);
       await shot('quick-fix-menu');
-      await page.keyboard.press('Enter');
+      assert(/Import `StaticShiftAgent` from `pycsamt\.agents`/.test(items[0]), `first quick fix: ${JSON.stringify(items)}`);
+      await page.keyboard.press('Enter'); // the first action is focused
       const lines = await poll(async () => {
         const l = await editorLines();
         return l[0] && !/import static_shift\b/.test(l[0]) ? l : undefined;
       }, 'line 1 to change', 20000);
+      assert(lines[0].trim() === 'from pycsamt.agents import StaticShiftAgent', `line 1 is ${JSON.stringify(lines[0])}`);
       const after = await poll(async () => {
         const l = await problemsLabel();
         return countOf(l, 'error') === 0 ? l : undefined;
       }, 'the Problems count to drop to 0 errors', 30000);
       await shot('quick-fix-applied');
-      return `menu ${JSON.stringify(items[0])}; line 1 now ${JSON.stringify(lines[0])}; problems ${JSON.stringify(after)}`;
+      return `${items.length} fixes, first ${JSON.stringify(items[0])}; line 1 now ${JSON.stringify(lines[0])}; problems 1 error -> ${JSON.stringify(after)}`;
     });
 
     await step('pyCSAMT: Query lists a static-shift result and opens it', async () => {
@@ -334,8 +343,9 @@ async function freePort() {
       const hit = rows.find((r) => /static.?shift/i.test(r));
       assert(hit, `no static-shift result in ${JSON.stringify(rows.slice(0, 5))}`);
       await shot('query-quickpick');
-      // open the first Python result
-      const idx = rows.findIndex((r) => /\.py:\d+/.test(r));
+      // open a static-shift Python source (else the first Python result)
+      let idx = rows.findIndex((r) => /static_shift\.py:\d+|\/ss\.py:\d+/.test(r));
+      if (idx < 0) idx = rows.findIndex((r) => /\.py:\d+/.test(r));
       for (let i = 0; i < Math.max(idx, 0); i++) await page.keyboard.press('ArrowDown');
       await page.keyboard.press('Enter');
       const wanted = idx >= 0 ? /([\w.-]+\.py):\d+/.exec(rows[idx])[1] : undefined;
@@ -347,11 +357,23 @@ async function freePort() {
       return `${rows.length} rows; first static-shift row ${JSON.stringify(hit)}${wanted ? `; opened ${wanted}` : ''}`;
     });
 
-    await step('status bar still ready after the session', async () => {
+    await step('status bar still ready; clicking it shows the index stats', async () => {
       const s = await pycsamtStatus();
       assert(/ready · [\d,]+ chunks/.test(s), s);
-      await shot('final');
-      return JSON.stringify(s);
+      await page.keyboard.press('Escape');
+      const item = await page.evaluateHandle(() =>
+        [...document.querySelectorAll('.statusbar-item')].find((e) => /pyCSAMT:/.test(e.innerText || e.getAttribute('aria-label') || '')),
+      );
+      const target = (await item.$('a, .statusbar-item-label')) || item;
+      await target.click();
+      const toast = await poll(async () => {
+        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
+          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
+        );
+        return /pyCSAMT index: ready · [\d,]+ chunks/.test(t) ? t : undefined;
+      }, 'the index stats notification', 20000);
+      await shot('status-stats');
+      return `${JSON.stringify(s)}; click: ${JSON.stringify(toast.slice(0, 160))}`;
     });
   } catch (err) {
     record('driver', false, err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : String(err));

@@ -17,6 +17,7 @@ export const SEVERITIES: readonly DiagnosticsSeverity[] = ['error', 'warning', '
 
 export interface InitializationOptions {
   corpusRoot: string;
+  indexDir: string;
   profile: string;
   resultCount: number;
   dense: boolean;
@@ -28,6 +29,7 @@ export interface InitializationOptions {
 /** initializationOptions key -> setting key under `pycsamt.`. */
 export const OPTION_SETTINGS: Readonly<Record<keyof InitializationOptions, string>> = {
   corpusRoot: 'corpusRoot',
+  indexDir: 'indexDir',
   profile: 'profile',
   resultCount: 'resultCount',
   dense: 'dense',
@@ -42,6 +44,7 @@ export const PYTHON_SETTING = 'server.python';
 /** Fallbacks when a value is missing or of the wrong type (same as package.json). */
 export const FALLBACK: Readonly<InitializationOptions> = {
   corpusRoot: '',
+  indexDir: '',
   profile: 'pycsamt',
   resultCount: 10,
   dense: false,
@@ -89,6 +92,7 @@ export function buildInitializationOptions(get: Getter, ctx: ExpandContext = {})
   const severity = get(OPTION_SETTINGS.diagnosticsSeverity);
   return {
     corpusRoot: expandPath(asString(get(OPTION_SETTINGS.corpusRoot), FALLBACK.corpusRoot), ctx),
+    indexDir: expandPath(asString(get(OPTION_SETTINGS.indexDir), FALLBACK.indexDir), ctx),
     profile: asString(get(OPTION_SETTINGS.profile), FALLBACK.profile).trim() || FALLBACK.profile,
     resultCount:
       typeof count === 'number' && Number.isFinite(count) && count >= 1
