@@ -17,8 +17,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from lsp_helpers import wait_for
-from pycsamt_lsp.lsp.buffer import analyze, completion_context
-from test_server import _track_index_state, client, start, until  # noqa: F401
+from test_server import client, start, until  # noqa: F401 - the client fixture
 
 #: Extra modules written next to ``write_fixture_corpus``'s package.
 EXTRA = {
@@ -181,6 +180,26 @@ def line_of(path: Path, needle: str) -> int:
 # -- end to end ------------------------------------------------------------------
 
 
+@pytest.fixture
+def index_states(client: LanguageClient) -> LanguageClient:
+    """Record ``pycsamt/indexState`` on the client (``start`` waits on it)
+    and accept the server's file-watcher registration."""
+    client._index_states = []
+
+    @client.feature("pycsamt/indexState")
+    def _on_state(params):
+        client._index_states.append(
+            params if isinstance(params, dict) else {"state": params.state}
+        )
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def _on_register(params: types.RegistrationParams):
+        return None
+
+    return client
+
+
+@pytest.mark.usefixtures("index_states")
 async def test_hover_cards(client: LanguageClient, tmp_path: Path):
     await open_corpus(client, tmp_path)
     lines = SCRIPT.splitlines()
@@ -244,6 +263,7 @@ async def test_hover_cards(client: LanguageClient, tmp_path: Path):
     assert await hover(client, uri, 4, 0) is None
 
 
+@pytest.mark.usefixtures("index_states")
 async def test_hover_in_a_broken_buffer_and_after_a_corpus_edit(
     client: LanguageClient, tmp_path: Path
 ):
@@ -280,6 +300,7 @@ async def test_hover_in_a_broken_buffer_and_after_a_corpus_edit(
     assert await until(client, updated) is not None
 
 
+@pytest.mark.usefixtures("index_states")
 async def test_completion(client: LanguageClient, tmp_path: Path):
     await open_corpus(client, tmp_path)
     text = "import pkg.core.shift as sh\nfrom pkg.core.shift import \n"
@@ -333,6 +354,7 @@ async def test_completion(client: LanguageClient, tmp_path: Path):
             assert not labels, line
 
 
+@pytest.mark.usefixtures("index_states")
 async def test_definition_and_workspace_symbols(client: LanguageClient, tmp_path: Path):
     corpus = await open_corpus(client, tmp_path)
     lines = SCRIPT.splitlines()
@@ -370,68 +392,6 @@ async def test_definition_and_workspace_symbols(client: LanguageClient, tmp_path
         types.WorkspaceSymbolParams(query="ShiftAgent.ru")
     )
     assert [s.name for s in got] == ["run"]
-
-
-# -- the buffer analysis ---------------------------------------------------------
-
-
-def test_analysis_positions_and_bindings():
-    idx = analyze(SCRIPT, "pkg")
-    assert not {"unknown_thing", "data"} & set(idx.bindings)
-    assert idx.bindings["SA"].dotted == "pkg.core.shift.ShiftAgent"
-    assert idx.bindings["sh"].import_path
-    lines = SCRIPT.splitlines()
-    r = idx.ref_at(1, col(lines[1], "core"))
-    assert (r.dotted, r.import_path) == ("pkg.core", True)
-    r = idx.ref_at(9, lines[9].index("correct_shift"))
-    assert r.dotted == "pkg.core.shift.correct_shift"
-    assert r.start == lines[9].index("correct_shift")
-    r = idx.ref_at(5, col(lines[5], "factor"))
-    assert r.param == "factor" and r.dotted == "pkg.core.shift.correct_shift"
-    assert idx.ref_at(10, 2) is None
-
-
-def test_analysis_relative_imports_and_rebinding():
-    text = "from . import shift\nfrom ..phase import strike_angle\nshift = 3\nshift\n"
-    idx = analyze(text, "pkg", "pkg.core")
-    assert idx.ref_at(0, 15).dotted == "pkg.core.shift"
-    assert idx.ref_at(1, 22).dotted == "pkg.phase.strike_angle"
-    assert idx.ref_at(1, 9).dotted == "pkg.phase"
-    assert "shift" not in idx.bindings  # rebound: no longer trusted
-    assert idx.ref_at(3, 1) is None
-    assert not analyze(text, "pkg").bindings  # relative, outside the package
-
-
-def test_analysis_survives_syntax_errors():
-    text = "import pkg.core.shift as sh\nif x:\nsh.correct_shift(\nfrom pkg.phase import (strike_angle,\n"
-    idx = analyze(text, "pkg")
-    assert not idx.parsed
-    assert idx.ref_at(2, 5).dotted == "pkg.core.shift.correct_shift"
-    assert idx.ref_at(3, 25).dotted == "pkg.phase.strike_angle"
-    assert idx.ref_at(3, 10).dotted == "pkg.phase"
-    assert idx.ref_at(2, 20) is None
-
-
-@pytest.mark.parametrize(
-    ("prefix", "expected"),
-    [
-        ("from pkg.sub import ", ("names", "pkg.sub", "")),
-        ("from pkg.sub import a as b, c", ("names", "pkg.sub", "c")),
-        ("from .sub import ", ("names", ".sub", "")),
-        ("import pkg.", ("modules", "pkg", "")),
-        ("import os, pkg.su", ("modules", "pkg", "su")),
-        ("from pkg.sub.", ("modules", "pkg.sub", "")),
-        ("x = alias.sub.", ("attributes", "alias.sub", "")),
-        ("f(alias.na", ("attributes", "alias", "na")),
-        ("x = 'alias.", None),
-        ("y = 1  # alias.", None),
-        ("x = f().", None),
-    ],
-)
-def test_completion_contexts(prefix, expected):
-    ctx = completion_context([prefix], 0, len(prefix))
-    got = None if ctx is None else (ctx.kind, ctx.base, ctx.prefix)
-    assert got == expected
 
 
 # -- the real corpus ---------------------------------------------------------------

@@ -56,6 +56,10 @@ def format_stats(res: dict[str, Any]) -> str:
 
 @command("pycsamt.query", QueryArgs, title="Query", fmt=format_query)
 def _query(ws: Workspace, a: QueryArgs) -> dict[str, Any]:
+    if a.dense:
+        from .ask import query_dense
+
+        return query_dense(ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds)
     return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds)
 
 
@@ -278,3 +282,6 @@ def _format_eval(res: dict[str, Any]) -> str:
 command("pycsamt.eval", EvalArgs, title="Run Eval", heavy=True, fmt=_format_eval)(
     run_eval
 )
+
+
+from . import ask  # noqa: E402,F401 - registers pycsamt.ask

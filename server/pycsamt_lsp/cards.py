@@ -28,7 +28,7 @@ from .chunking.python import format_params
 
 if TYPE_CHECKING:
     from .index.snapshot import Snapshot
-    from .package_model import PackageModel
+    from .package_model import PackageModel, Resolution
     from .workspace import Workspace
 
 __all__ = [
@@ -38,8 +38,10 @@ __all__ = [
     "card_for",
     "card_for_resolution",
     "clean_rst",
+    "clear_cache",
     "parse_docstring",
     "search_symbols",
+    "warm",
 ]
 
 #: Resolution kinds that get a card (``lazy``/``external`` get a short one).
@@ -49,7 +51,7 @@ _MAX_MD_PARAMS = 24
 _MAX_MD_METHODS = 30
 _MAX_MD_MEMBERS = 16
 _MAX_DESC = 220
-_ONE_LINE_SIG = 72
+_SIG_WIDTH = 80
 
 
 # --------------------------------------------------------------------------
@@ -117,7 +119,7 @@ def _join(lines: list[str]) -> str:
                 break
             continue
         out.append(s)
-    return " ".join(out)
+    return " ".join(" ".join(out).split())
 
 
 def _summary(lines: list[str]) -> str:
@@ -396,11 +398,13 @@ class Card:
     # -- markdown ------------------------------------------------------------
 
     def signature_block(self) -> str | None:
-        """The signature as a Python code block, one parameter per line when long."""
+        """The signature for a code block: filled to lines of at most
+        ``_SIG_WIDTH`` characters (the parameter list follows, so the
+        signature stays a few lines, not one line per parameter)."""
         if not self.signature:
             return None
         sig = self.signature
-        if len(sig) <= _ONE_LINE_SIG or not self.params:
+        if len(sig) <= _SIG_WIDTH or not self.params:
             return sig
         head, _, _ = sig.partition("(")
         arrow = sig.rfind(") -> ")
@@ -408,7 +412,19 @@ class Card:
         parts = _format_param_lines(self.params)
         if self.bound:
             parts.insert(0, self.bound)
-        return head + "(\n" + "".join(f"    {p},\n" for p in parts) + tail
+        lines: list[str] = []
+        cur = head + "("
+        for i, p in enumerate(parts):
+            piece = p + (", " if i < len(parts) - 1 else "")
+            if len(cur) + len(piece.rstrip()) > _SIG_WIDTH and cur.strip() not in (
+                "",
+                head + "(",
+            ):
+                lines.append(cur.rstrip())
+                cur = "    "
+            cur += piece
+        lines.append(cur + tail)
+        return "\n".join(lines)
 
     def to_markdown(self, *, focus: str | None = None) -> str:
         """Compact Markdown for a hover or a completion item's documentation.
@@ -423,8 +439,11 @@ class Card:
         head = f"*{self.kind}* `{self.qualname}`"
         if self.workflow:
             head += f" · workflow `{self.workflow}`"
+        if self.path:
+            where = f"{self.path}:{self.line}" if self.line else self.path
+            head += f"  \n[{where}]({self.link})" if self.link else f"  \n`{where}`"
         if self.name != self.qualname:
-            head += f"  \nvia `{self.name}`"
+            head += f" · via `{self.name}`"
         out.append(head)
         if self.note:
             out.append(_md(self.note))
@@ -464,9 +483,6 @@ class Card:
             out.append(
                 f"**Members** {shown_n}" + (f", ... {more} more" if more > 0 else "")
             )
-        if self.path:
-            where = f"{self.path}:{self.line}" if self.line else self.path
-            out.append(f"[{where}]({self.link})" if self.link else f"`{where}`")
         return "\n\n".join(out)
 
 
@@ -592,6 +608,24 @@ def _symbol_map(snap: Snapshot | None) -> tuple[dict[str, str | None], dict[str,
     return wf, slots
 
 
+def clear_cache() -> None:
+    """Forget every cached card and symbol table (benchmarks, tests)."""
+    with _CACHES_LOCK:
+        _CACHES.clear()
+    _TABLES.clear()
+
+
+def warm(ws: Workspace) -> None:
+    """Build what the first card and the first symbol search need now (the
+    model, the symbol -> workflow map, the symbol table), e.g. in a worker
+    thread right after a new snapshot is published."""
+    model = ws.ensure_model()
+    snap = ws.snapshot
+    _cache_for(model, snap)
+    if snap is not None and snap not in _TABLES:
+        _TABLES[snap] = _SymbolTable(snap)
+
+
 def card_for(
     ws: Workspace, dotted: str, *, module: str | None = None, import_path: bool = False
 ) -> Card | None:
@@ -620,7 +654,7 @@ def card_for(
 
 
 def card_for_resolution(
-    ws: Workspace, res: Any, *, cache: _Cache | None = None
+    ws: Workspace, res: Resolution, *, cache: _Cache | None = None
 ) -> Card | None:
     """The card of an existing :class:`~.package_model.Resolution`."""
     model = ws.model
@@ -646,7 +680,7 @@ def card_for_resolution(
     if kind in _CALLABLE:
         sig = model.signature(target, module=res.module) or model.signature(res.dotted)
         if sig is not None:
-            return _callable_card(ws, model, sig, common, res)
+            return _callable_card(model, sig, common)
     if kind in _MODULE:
         doc = model.doc(target, module=target if target in model.modules else None)
         info = parse_docstring(doc)
@@ -663,9 +697,9 @@ def card_for_resolution(
         )
     summary = ""
     slot = cache.slots.get(target)
-    if slot is not None and ws.snapshot is not None:
+    if slot is not None and cache.snapshot is not None:
         try:
-            chunk = ws.snapshot.table.get(slot)
+            chunk = cache.snapshot.table.get(slot)
             summary = parse_docstring(chunk.metadata.get("docstring")).summary
         except (KeyError, OSError, ValueError):
             summary = ""
@@ -673,11 +707,7 @@ def card_for_resolution(
 
 
 def _callable_card(
-    ws: Workspace,
-    model: PackageModel,
-    sig: dict[str, Any],
-    common: dict[str, Any],
-    res: Any,
+    model: PackageModel, sig: dict[str, Any], common: dict[str, Any]
 ) -> Card:
     kind = sig["kind"]
     info = parse_docstring(sig.get("doc"))

@@ -72,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="build the index from scratch and persist it")
     _common(p)
+    p.add_argument(
+        "--embed",
+        nargs="?",
+        const="auto",
+        metavar="BACKEND",
+        help="also embed: auto|local|minilm|hash|openai[:model]",
+    )
     p = sub.add_parser("stats", help="counts by kind and workflow of the index")
     _common(p)
     p = sub.add_parser("query", help="ranked chunks for a question")
@@ -79,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--workflow")
+    p.add_argument(
+        "--dense",
+        action="store_true",
+        help="fuse dense retrieval (needs build --embed)",
+    )
 
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
     _common(p)
@@ -184,6 +196,10 @@ def _run(args: argparse.Namespace) -> int:
         ws = _open(args, load=False)
         report = ws.build()
         ws.persist()
+        if args.embed:
+            from .ask import build_embed
+
+            report["embeddings"] = build_embed(ws, args.embed)
         _emit(args, report, REGISTRY["pycsamt.rebuild"].format)
         return 0
     if args.cmd in ("stats", "query"):
@@ -192,7 +208,12 @@ def _run(args: argparse.Namespace) -> int:
         raw = (
             {}
             if args.cmd == "stats"
-            else {"query": args.query, "k": args.k, "workflow": args.workflow}
+            else {
+                "query": args.query,
+                "k": args.k,
+                "workflow": args.workflow,
+                "dense": args.dense,
+            }
         )
         _emit(args, run_command(name, ws, raw), REGISTRY[name].format)
         return 0
@@ -267,3 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _register_extras() -> None:
+    from . import ask as _ask
+
+    _EXTRA_PARSERS.append(_ask.add_cli)
+    _EXTRA_RUNNERS["ask"] = _ask.run_ask_cli
+
+
+_register_extras()

@@ -171,6 +171,7 @@ class QueryArgs:
     k: int = 10
     workflow: str | None = None
     kinds: list[str] | None = None
+    dense: bool = False
 
     def check(self) -> None:
         if not self.query.strip():

@@ -572,7 +572,13 @@ class Workspace:
         return validate_generated_code(code, self.model)
 
     def _manifest_extra(self) -> dict[str, Any]:
-        return {"corpus_root": str(self.root), "profile": self.profile.name}
+        from .dense import manifest_extra
+
+        return {
+            "corpus_root": str(self.root),
+            "profile": self.profile.name,
+            **manifest_extra(self.index_dir),
+        }
 
     # -- requests ------------------------------------------------------------
 

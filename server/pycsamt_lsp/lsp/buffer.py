@@ -20,10 +20,12 @@ from and to the client's encoding (UTF-16 by default).
 from __future__ import annotations
 
 import ast
+import gc
 import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = [
     "Binding",
@@ -41,8 +43,7 @@ _MAX_FRAGMENT_LINES = 25
 _MAX_PATCHES = 8
 
 
-@dataclass(frozen=True)
-class Ref:
+class Ref(NamedTuple):
     """A package symbol written at ``[start, end)`` of ``line``.
 
     ``module``: a module prefix of ``dotted`` an import bound (pass to
@@ -132,12 +133,15 @@ class BufferIndex:
         if not 0 <= line < len(self.lines):
             return None
         text = self.lines[line]
+        if not _in_code(text[:col]):
+            return None  # in a comment or a string
         m = re.match(r"^(\s*from\s+)([\w.]+)(\s+import\b)?", text)
         if m:
             return self._guess_import(line, col, text, m)
         m = re.match(r"^(\s*import\s+)([\w.]+)", text)
         if m and m.start(2) <= col <= m.end(2):
             return _segment_ref(line, m.start(2), m.group(2), col, import_path=True)
+        col = min(col, len(text))
         left = col
         while left > 0 and (text[left - 1].isalnum() or text[left - 1] in "_."):
             left -= 1
@@ -323,14 +327,8 @@ class _Analyzer:
 
     # -- uses ----------------------------------------------------------------------
 
-    def run(self, tree: ast.AST, imports_only: bool = False) -> None:
-        nodes: dict[type, list[ast.AST]] = {}
-        for n in ast.walk(tree):
-            nodes.setdefault(type(n), []).append(n)
-        for n in sorted(
-            nodes.get(ast.Import, []) + nodes.get(ast.ImportFrom, []),
-            key=lambda x: (x.lineno, x.col_offset),
-        ):
+    def run(self, tree: ast.Module, imports_only: bool = False) -> None:
+        for n in _imports(tree.body):
             if isinstance(n, ast.Import):
                 self._import(n)
             else:
@@ -339,9 +337,12 @@ class _Analyzer:
             return
         # the package's own name is a package reference even where the
         # buffer forgot ``import pkg`` (unless it is assigned)
+        if not self.out.bindings and not any(self.pkg in ln for ln in self.lines):
+            return  # nothing of the package here: skip the expression walk
         self.out.bindings.setdefault(
             self.pkg, Binding(self.pkg, self.pkg, import_path=True)
         )
+        nodes = _nodes(tree)
         self._drop_rebound(nodes)
         self._instances(nodes)
         bindings = self.out.bindings
@@ -442,6 +443,66 @@ class _Analyzer:
             self.out.bindings[target.id] = Binding(got[0], got[1], instance=True)
 
 
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+#: Fields that never hold nodes (or only the Load/Store singletons).
+_SCALAR_FIELDS = frozenset(
+    {"ctx", "id", "arg", "attr", "name", "asname", "module", "level", "kind"}
+    | {"conversion", "is_async", "lineno", "col_offset", "end_lineno"}
+    | {"end_col_offset", "type_comment", "names"}
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements at any depth, in source order, visiting statements
+    only (no expression is walked)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    stack = list(reversed(body))
+    while stack:
+        st = stack.pop()
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            out.append(st)
+            continue
+        for f in _BLOCK_FIELDS:
+            sub = getattr(st, f, None)
+            if sub:
+                stack.extend(reversed(sub))
+    return out
+
+
+def _nodes(tree: ast.AST) -> dict[type, list[ast.AST]]:
+    """Every node grouped by type, from one traversal (cheaper than
+    ``ast.walk``: child fields are looked up once per node type)."""
+    by: dict[type, list[ast.AST]] = {}
+    stack: list[ast.AST] = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        cls = type(node)
+        lst = by.get(cls)
+        if lst is None:
+            lst = by[cls] = []
+        lst.append(node)
+        fields = _CHILD_FIELDS.get(cls)
+        if fields is None:
+            fields = _CHILD_FIELDS[cls] = (
+                ()
+                if cls is ast.Constant
+                else tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
+            )
+        for f in fields:
+            v = getattr(node, f, None)
+            if v is None:
+                continue
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        push(x)
+            elif isinstance(v, ast.AST):
+                push(v)
+    return by
+
+
 def _parse(text: str) -> ast.Module | Exception:
     try:
         return ast.parse(text)
@@ -461,6 +522,19 @@ def analyze(text: str, package: str, current_package: str | None = None) -> Buff
     as text. When that does not converge, the longest prefix that parses
     and the import statements after it are analysed.
     """
+    # The cyclic GC is paused meanwhile (as the package model does): an AST
+    # is acyclic, and the collections its allocations trigger would scan the
+    # whole heap (the index) for nothing.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _analyze(text, package, current_package)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _analyze(text: str, package: str, current_package: str | None) -> BufferIndex:
     lines = _LINE_SPLIT.split(text)
     out = BufferIndex(lines, package)
     tree = _parse(text)

@@ -10,6 +10,7 @@ document version.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -68,7 +69,7 @@ class BufferCache:
 def current_package(ws: Workspace, path: str | None) -> str | None:
     """The ``__package__`` of a buffer that is a module of the corpus package
     (relative imports resolve from it), else None."""
-    if not path:
+    if not path or not os.path.isabs(path):
         return None
     try:
         rel = ws.rel_of(path)

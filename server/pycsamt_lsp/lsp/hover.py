@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..cards import search_symbols
+from ..cards import search_symbols, warm
 from ..workspace import QueryError, Workspace
 from .editor import BufferCache, Completion, card_at, complete, current_package
 from .server import PycsamtServer, server
@@ -35,6 +36,7 @@ from .server import PycsamtServer, server
 __all__: list[str] = []
 
 log = logging.getLogger("pycsamt_lsp")
+_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 
 _buffers = BufferCache()
 
@@ -91,7 +93,8 @@ class _Doc:
             self.text = doc.source if self.python else ""
         except OSError:  # neither open nor on disk
             self.python, self.text = False, ""
-        self.lines = self.text.splitlines(keepends=True) or [""]
+        # LSP lines end at \n, \r\n or \r only (not at \f like splitlines)
+        self.lines = _LINE_SPLIT.split(self.text)
         self.codec = doc.position_codec
 
     def position(self, pos: types.Position) -> tuple[int, int]:
@@ -303,3 +306,25 @@ async def on_workspace_symbol(
     except Exception:  # noqa: BLE001
         log.exception("workspace symbol search failed")
         return None
+
+
+# -- keeping up with the index --------------------------------------------------
+
+
+def _warm(ls: PycsamtServer) -> None:
+    """A new snapshot is live: load the model and card tables off the event
+    loop now, so the first hover after start-up or an edit is not the slow one."""
+    ws = ls.ws
+    if ws is None:
+        return
+
+    async def run() -> None:
+        try:
+            await asyncio.to_thread(warm, ws)
+        except Exception:  # noqa: BLE001 - a warm-up failure only costs latency
+            log.info("card warm-up failed", exc_info=True)
+
+    ls.spawn(run())
+
+
+server.on_index_changed.append(_warm)

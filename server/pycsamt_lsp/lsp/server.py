@@ -239,14 +239,31 @@ async def _start(ls: PycsamtServer) -> None:
     index_dir = Path(ls.settings.indexDir) if ls.settings.indexDir else None
     ws = Workspace(root, profile, index_dir=index_dir)
     ls.ws = ws
+    _configure_ask(ls)
     ws.listeners.append(lambda _snap: ls.loop.call_soon_threadsafe(_index_changed, ls))
     log.info(
         "corpus root %s (profile %s); index in %s", root, profile.name, ws.index_dir
     )
+    # Watch first: a change made while the index opens is queued and applied
+    # right after (refreshes wait for the open to finish), never missed.
+    await _start_watching(ls)
     await _run_with_progress(ls, "Indexing pyCSAMT corpus", ws.open)
     if not ls.opened.done():
         ls.opened.set_result(None)
-    await _start_watching(ls)
+
+
+def _configure_ask(ls: PycsamtServer) -> None:
+    """Hand the answering layer its settings (the key stays in the environment)."""
+    if ls.ws is None:
+        return
+    from ..context import configure
+
+    configure(
+        ls.ws,
+        model=ls.settings.openaiModel,
+        dense=ls.settings.dense,
+        workspace_root=_workspace_folder(ls),
+    )
 
 
 async def _run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
@@ -474,6 +491,7 @@ def on_configuration(
 ) -> None:
     before = (ls.settings.corpusRoot, ls.settings.profile)
     ls.update_settings(params.settings)
+    _configure_ask(ls)
     if (
         ls.settings.corpusRoot,
         ls.settings.profile,
