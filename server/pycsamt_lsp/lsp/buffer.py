@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..validate import _Index
+
 __all__ = [
     "Binding",
     "BufferIndex",
@@ -444,13 +446,6 @@ class _Analyzer:
 
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
-#: Fields that never hold nodes (or only the Load/Store singletons).
-_SCALAR_FIELDS = frozenset(
-    {"ctx", "id", "arg", "attr", "name", "asname", "module", "level", "kind"}
-    | {"conversion", "is_async", "lineno", "col_offset", "end_lineno"}
-    | {"end_col_offset", "type_comment", "names"}
-)
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
@@ -471,36 +466,8 @@ def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
 
 
 def _nodes(tree: ast.AST) -> dict[type, list[ast.AST]]:
-    """Every node grouped by type, from one traversal (cheaper than
-    ``ast.walk``: child fields are looked up once per node type)."""
-    by: dict[type, list[ast.AST]] = {}
-    stack: list[ast.AST] = [tree]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        cls = type(node)
-        lst = by.get(cls)
-        if lst is None:
-            lst = by[cls] = []
-        lst.append(node)
-        fields = _CHILD_FIELDS.get(cls)
-        if fields is None:
-            fields = _CHILD_FIELDS[cls] = (
-                ()
-                if cls is ast.Constant
-                else tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
-            )
-        for f in fields:
-            v = getattr(node, f, None)
-            if v is None:
-                continue
-            if type(v) is list:
-                for x in v:
-                    if isinstance(x, ast.AST):
-                        push(x)
-            elif isinstance(v, ast.AST):
-                push(v)
-    return by
+    """Every node grouped by type, from one traversal (the validator's index)."""
+    return _Index(tree).by
 
 
 def _parse(text: str) -> ast.Module | Exception:
