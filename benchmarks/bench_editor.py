@@ -435,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     root = (args.root or fetch_corpus(profile)).resolve()
     with tempfile.TemporaryDirectory(prefix="pycsamt-bench-editor-") as tmpd:
         tmp = Path(tmpd)
-        ws = Workspace(root, profile, index_dir=tmp / "idx")
+        # as the server makes it: the index frozen out of the cyclic GC
+        ws = Workspace(root, profile, index_dir=tmp / "idx", long_lived=True)
         t0 = time.perf_counter()
         ws.open()
         ws.ensure_model()

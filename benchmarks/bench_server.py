@@ -213,7 +213,8 @@ async def server_figures(root: Path, reps: int) -> dict:
 
 def engine_diagnostics(root: Path, reps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Workspace(root, load_profile(), index_dir=Path(tmp))
+        # as the server makes it: the index frozen out of the cyclic GC
+        ws = Workspace(root, load_profile(), index_dir=Path(tmp), long_lived=True)
         ws.open()
         ws.ensure_model()
         buf = make_buffer()

@@ -415,3 +415,60 @@ def test_a_skipped_file_that_is_deleted_is_no_longer_counted(corpus, tmp_path):
     ws.refresh([p])
     ws.refresh(None)
     assert ws.stats()["skipped"] == fresh_build(root, tmp_path).stats()["skipped"] == 0
+
+
+def test_an_append_tokenizes_only_new_chunks_and_equals_full_rebuild(
+    corpus, tmp_path, monkeypatch
+):
+    import pycsamt_lsp.index.snapshot as snapshot_mod
+
+    root, _ = corpus
+    ws = Workspace(root, PROFILE, index_dir=tmp_path / "idx", workers=1)
+    ws.build()
+    target = root / "geo/core/ss/agent.py"
+    before = len(ws.snapshot.files["geo/core/ss/agent.py"][1])
+    tokenized: list[str] = []
+    real = snapshot_mod.term_counts
+
+    def counting(text: str):
+        tokenized.append(text)
+        return real(text)
+
+    monkeypatch.setattr(snapshot_mod, "term_counts", counting)
+    with open(target, "a", encoding="utf-8") as fh:
+        fh.write('\n\ndef hampel_despike(z):\n    """Remove spikes."""\n    return z\n')
+    ws.refresh([target])
+    after = len(ws.snapshot.files["geo/core/ss/agent.py"][1])
+    assert after == before + 1
+    # the new function, and the module chunk whose text names it, at most
+    assert 1 <= len(tokenized) <= 2
+    assert any("hampel_despike" in t for t in tokenized)
+    monkeypatch.undo()
+    assert_equivalent(ws, fresh_build(root, tmp_path))
+
+
+def test_a_dropped_server_workspace_is_freed_by_reference_counting(corpus, tmp_path):
+    """The server freezes its index out of the cyclic collector (``heap``), so
+    a replaced workspace (new corpus root) must not sit in a reference cycle:
+    it would never be collected."""
+    import gc
+    import weakref
+
+    root, _ = corpus
+    gc.disable()
+    try:
+        ws = Workspace(root, PROFILE, index_dir=tmp_path / "idx", long_lived=True)
+        ws.build()
+        ws.model.suggest("geo.core.ss.agent.StaticShiftAgnt")
+        assert ws.validate("from geo.core.ss.agent import StaticShiftAgnt\n")
+        target = write(root, "geo/io/extra.py", 'def extra():\n    """x"""\n')
+        ws.refresh([target])
+        ws.persist()
+        assert ws.query("extra")["results"]
+        ws.model.suggest("geo.io.extra.extr")  # the new model's suggestion index
+        refs = [weakref.ref(o) for o in (ws, ws.model, ws.snapshot)]
+        del ws
+        assert [r() for r in refs] == [None, None, None]
+    finally:
+        gc.unfreeze()
+        gc.enable()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunking import FileChunks, chunk_file
+from .index.tokenize import term_counts
 from .package_model import ModuleInfo, PackageModel, module_name_for
 from .profile import Profile
 
@@ -73,11 +74,13 @@ def process_file(
 ) -> tuple[str, FileChunks, ModuleInfo | None]:
     """One parse for both consumers: chunks for the index, facts for the model.
 
-    A process-pool worker: the tree never leaves the process, only chunks
-    and the extracted module facts do.
+    A process-pool worker: the tree never leaves the process, only chunks,
+    their term counts (tokenizing here uses both cores; the parent would do
+    it alone) and the extracted module facts do.
     """
     rel, data, profile, index = args
     fc = chunk_file(rel, data, profile) if index else FileChunks([])
+    fc.counts = [dict(term_counts(c.text)) for c in fc.chunks]
     info = module_info(rel, data, profile.package, fc.tree)
     fc.tree = None
     return rel, fc, info

@@ -35,15 +35,18 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
-import gc
 import os
 import re
 import time
+import weakref
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .heap import paused_gc
 
 __all__ = [
     "MODEL_VERSION",
@@ -398,7 +401,7 @@ def _params(args: ast.arguments, src: _Src | None) -> list[dict[str, Any]]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionInfo:
     """A ``def`` (function or method): what a hover card and a call check need."""
 
@@ -453,7 +456,7 @@ class FunctionInfo:
         return cls(**d)
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassInfo:
     """A class body: members, bases (as written, resolved at query time),
     constructor data and the reasons its attributes may be open."""
@@ -501,7 +504,7 @@ class ClassInfo:
         return cls(**d)
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """A module-level name.
 
@@ -535,7 +538,7 @@ class Binding:
         return cls(name, v[0], v[1], v[2], v[3], v[4])
 
 
-@dataclass
+@dataclass(slots=True)
 class ModuleInfo:
     """Facts about one module file, extracted from one parsed ``ast.Module``.
 
@@ -595,39 +598,31 @@ class ModuleInfo:
         kind: str = "source",
     ) -> ModuleInfo:
         """Parse and extract; a parse failure gives a module whose namespace
-        is unknown (never raises).
-
-        The cyclic GC is paused for the file: an AST is acyclic, and the
-        collections its many allocations would trigger (each scanning every
-        live object) cost a quarter of a full build.
+        is unknown (never raises). The cyclic GC is paused for the file
+        (``heap.paused_gc``).
         """
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            tree = ast.parse(data, filename=rel, type_comments=False)
-        except (SyntaxError, ValueError) as exc:
-            return cls(
-                name=name,
-                rel=rel,
-                is_package=is_package,
-                kind=kind,
-                parse_error=str(exc),
-            )
-        except RecursionError:  # pragma: no cover - pathological nesting
-            return cls(
-                name=name,
-                rel=rel,
-                is_package=is_package,
-                kind=kind,
-                parse_error="too deeply nested",
-            )
-        else:
+        with paused_gc():
+            try:
+                tree = ast.parse(data, filename=rel, type_comments=False)
+            except (SyntaxError, ValueError) as exc:
+                return cls(
+                    name=name,
+                    rel=rel,
+                    is_package=is_package,
+                    kind=kind,
+                    parse_error=str(exc),
+                )
+            except RecursionError:  # pragma: no cover - pathological nesting
+                return cls(
+                    name=name,
+                    rel=rel,
+                    is_package=is_package,
+                    kind=kind,
+                    parse_error="too deeply nested",
+                )
             return cls.from_tree(
                 tree, name=name, rel=rel, is_package=is_package, kind=kind, source=data
             )
-        finally:
-            if paused:
-                gc.enable()
 
     # -- queries --------------------------------------------------------------
 
@@ -1004,16 +999,20 @@ class _ModuleExtractor:
             data = (
                 raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
             )
-            hits = [
-                data.count(b"\n", 0, m.start()) + 1 for m in _GLOBAL_RE.finditer(data)
-            ]
+            hits = []
+            line, pos = 1, 0
+            for m in _GLOBAL_RE.finditer(data):  # count newlines once, not per hit
+                line += data.count(b"\n", pos, m.start())
+                pos = m.start()
+                hits.append(line)
             if not hits:
                 return
         info = self.info
         for top in self.tree.body:
             if hits is not None:
                 first, last = top.lineno, top.end_lineno or top.lineno
-                if not any(first <= h <= last for h in hits):
+                i = bisect_left(hits, first)
+                if i == len(hits) or hits[i] > last:
                     continue
             in_getattr = top is self.getattr_node
             calls: list[ast.Call] = []
@@ -2850,7 +2849,9 @@ class _SuggestIndex:
     """
 
     def __init__(self, model: PackageModel) -> None:
-        self.model = model
+        # A proxy, not a reference: the model owns this index, and a cycle
+        # would keep every replaced model alive until a full collection.
+        self.model = weakref.proxy(model)
         demote = model.suggest_demote
         mods = model.modules
         # dotted, name, tokens, compact name, is_module, static score part

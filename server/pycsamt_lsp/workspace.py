@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, heap
 from .chunking import Chunk, FileChunks, chunk_file
 from .corpus import (
     BUNDLED_PREFIX,
@@ -85,7 +85,10 @@ class Workspace:
         index_dir: Path | None = None,
         feedback_path: Path | None = None,
         workers: int | None = None,
+        long_lived: bool = False,
     ) -> None:
+        """``long_lived`` (the server): freeze the published index out of the
+        cyclic collector and compact the heap after persisting (``heap``)."""
         self.root = Path(root).resolve()
         self.profile = profile
         self.index_dir = index_dir or default_index_dir(self.root, cache_dir())
@@ -95,6 +98,7 @@ class Workspace:
         self._state = _State()
         self._bundled = bundled_recipes_dir()
         self.listeners: list[Callable[[Snapshot], None]] = []
+        self.long_lived = long_lived
 
     # -- state ---------------------------------------------------------------
 
@@ -123,6 +127,8 @@ class Workspace:
         st.builds += 1
         st.dirty = True
         st.loaded_from = how
+        if self.long_lived:
+            heap.freeze()
         self._notify(snap)
 
     def _notify(self, snap: Snapshot) -> None:
@@ -140,10 +146,20 @@ class Workspace:
         contents: dict[str, bytes],
         progress: Progress | None,
         model_only: dict[str, bytes],
-    ) -> tuple[dict[str, tuple[str, list[Chunk]]], dict[str, str], PackageModel]:
-        """Chunk indexed files and model package modules, one parse per file."""
+    ) -> tuple[
+        dict[str, tuple[str, list[Chunk]]],
+        dict[str, str],
+        PackageModel,
+        dict[str, list[dict[str, int]]],
+    ]:
+        """Chunk indexed files and model package modules, one parse per file.
+
+        Returns chunks per file, skip reasons, the model, and the term counts
+        the workers computed per file.
+        """
         per_file: dict[str, tuple[str, list[Chunk]]] = {}
         skipped: dict[str, str] = {}
+        counts: dict[str, list[dict[str, int]]] = {}
         model = PackageModel(self.profile.package, self.root)
         jobs = [(rel, contents[rel], self.profile, True) for rel in sorted(entries)]
         jobs += [
@@ -159,6 +175,8 @@ class Workspace:
                     log.info("skipped %s: %s", rel, fc.error)
                     skipped[rel] = fc.error
                 per_file[rel] = (entries[rel].sha256.hex(), fc.chunks)
+                if fc.counts is not None:
+                    counts[rel] = fc.counts
             if progress and (i % 50 == 0 or i == total - 1):
                 progress(5 + int(80 * (i + 1) / total), f"parsed {i + 1}/{total} files")
 
@@ -174,7 +192,7 @@ class Workspace:
         else:
             for i, job in enumerate(jobs):
                 take(i, *process_file(job))
-        return per_file, skipped, model
+        return per_file, skipped, model, counts
 
     def _model_only_files(
         self, indexed: dict[str, bytes]
@@ -205,7 +223,7 @@ class Workspace:
             )
             fp = fingerprint({r: e.sha256 for r, e in entries.items()})
             model_only, model_shas = self._model_only_files(contents)
-            per_file, skipped, model = self._chunk_files(
+            per_file, skipped, model, counts = self._chunk_files(
                 entries, contents, progress, model_only
             )
             self._set_model(model, model_shas)
@@ -215,7 +233,7 @@ class Workspace:
                 skipped[rel] = "unreadable"
             if progress:
                 progress(88, "building the BM25 index")
-            snap = Snapshot.build(per_file, fp, skipped)
+            snap = Snapshot.build(per_file, fp, skipped, counts)
             self._publish(snap, "build")
             self._state.last_reason = "full build"
             return {
@@ -433,12 +451,15 @@ class Workspace:
                     st.model_dirty = False
                 except OSError as exc:
                     log.warning("could not persist the package model: %s", exc)
+            if self.long_lived:
+                heap.compact()  # the build's transients are gone now
             return manifest
 
     # -- the package model --------------------------------------------------
 
     def _set_model(self, model: PackageModel, shas: dict[str, str]) -> None:
-        model.suggest_demote = lambda rel: not self.profile.should_index(rel)
+        profile = self.profile  # not self: the model must not point back here
+        model.suggest_demote = lambda rel: not profile.should_index(rel)
         st = self._state
         st.model, st.model_shas, st.model_dirty = model, shas, True
 
@@ -464,6 +485,8 @@ class Workspace:
                 self._set_model(model, shas)
                 st.model_dirty = changed
                 model.prepare()
+                if self.long_lived:
+                    heap.compact()  # drop what decoding the persisted model left
             return st.model
 
     def _update_model(

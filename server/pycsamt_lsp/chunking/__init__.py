@@ -75,6 +75,9 @@ class FileChunks:
     chunks: list[Chunk]
     tree: Any = None  # ast.Module for Python files (shared with the package model)
     error: str | None = None
+    #: Term counts of each chunk's text, when computed where the chunking ran
+    #: (a build worker), so the parent does not tokenize everything again.
+    counts: list[dict[str, int]] | None = None
 
 
 def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
@@ -85,6 +88,7 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
     """
     import ast
 
+    from ..heap import paused_gc
     from .docs import chunk_doc
     from .python import chunk_python
 
@@ -95,11 +99,12 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
     if "\x00" in text:
         return FileChunks([], None, "binary content (NUL byte)")
     if rel.endswith(".py"):
-        try:
-            tree = ast.parse(text, filename=rel)
-        except (SyntaxError, ValueError) as exc:
-            return FileChunks([], None, f"syntax error: {exc}")
-        return FileChunks(chunk_python(rel, text, profile, tree), tree)
+        with paused_gc():  # a syntax tree is acyclic: no collections meanwhile
+            try:
+                tree = ast.parse(text, filename=rel)
+            except (SyntaxError, ValueError) as exc:
+                return FileChunks([], None, f"syntax error: {exc}")
+            return FileChunks(chunk_python(rel, text, profile, tree), tree)
     recipe_prefix = profile.recipe_dir.rstrip("/") + "/"
     kind = "recipe" if rel.startswith(recipe_prefix) else "doc_section"
     return FileChunks(chunk_doc(rel, text, profile, kind=kind))

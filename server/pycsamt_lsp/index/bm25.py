@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 
 import numpy as np
 
@@ -92,10 +93,8 @@ class BM25Index:
     ) -> BM25Index:
         """Index term-count mappings, one per slot, from scratch."""
         vocab: dict[str, int] = {}
-        rows = [cls._encode(d, vocab) for d in docs]
-        doc_ptr, doc_terms, doc_tfs = cls._pack(rows)
-        n_slots = len(rows)
-        doc_len = np.array([float(r[1].sum()) for r in rows], np.float64)
+        doc_ptr, doc_terms, doc_tfs, doc_len = cls._encode_all(docs, vocab)
+        n_slots = len(docs)
         alive = np.ones(n_slots, bool)
         df = np.bincount(doc_terms, minlength=len(vocab)).astype(np.int64)
         ptr, pdoc, ptf = _csc(
@@ -118,6 +117,32 @@ class BM25Index:
             k1=k1,
             b=b,
         )
+
+    @staticmethod
+    def _encode_all(
+        docs: Sequence[Mapping[str, int]], vocab: dict[str, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(doc_ptr, terms, tfs, doc_len)`` of *docs*, growing *vocab*.
+
+        In bulk rather than per document (the per-term Python work of a
+        build): new terms get ids in first-occurrence order, exactly as a
+        per-document ``setdefault`` would give them.
+        """
+        n = len(docs)
+        lens = np.fromiter(map(len, docs), np.int64, n)
+        ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        keys = list(chain.from_iterable(docs))
+        base = len(vocab)
+        new = [t for t in dict.fromkeys(keys) if t not in vocab]
+        vocab.update(zip(new, range(base, base + len(new)), strict=True))
+        terms = np.fromiter(map(vocab.__getitem__, keys), np.int32, len(keys))
+        tfs = np.fromiter(
+            chain.from_iterable(d.values() for d in docs), np.float32, len(keys)
+        )
+        cum = np.zeros(len(keys) + 1, np.float64)
+        np.cumsum(tfs, out=cum[1:])
+        return ptr, terms, tfs, cum[ptr[1:]] - cum[ptr[:-1]]
 
     @staticmethod
     def _encode(counts: Mapping[str, int], vocab: dict[str, int]) -> DocTerms:
@@ -213,15 +238,21 @@ class BM25Index:
     # -- updates -------------------------------------------------------------
 
     def updated(
-        self, remove: Iterable[int], add: Sequence[Mapping[str, int]]
+        self, remove: Iterable[int], add: Sequence[Mapping[str, int] | int]
     ) -> tuple[BM25Index, list[int]]:
         """A new index without slots *remove* and with *add* in new slots.
 
-        Returns ``(index, new_slot_numbers)``. The vocabulary only grows;
-        unused terms keep ``df == 0`` and are ignored by scoring.
+        An item of *add* is a term-count mapping, or the number of an
+        existing slot whose terms the new slot repeats (an unchanged chunk of
+        an edited file: no need to tokenize it again). Returns ``(index,
+        new_slot_numbers)``. The vocabulary only grows; unused terms keep
+        ``df == 0`` and are ignored by scoring.
         """
         vocab = dict(self.vocab)
-        rows = [self._encode(d, vocab) for d in add]
+        rows = [
+            self._encode(d, vocab) if not isinstance(d, int) else self._row(d)
+            for d in add
+        ]
         alive = self.alive.copy()
         df = np.zeros(len(vocab), np.int64)
         df[: len(self.df)] = self.df
@@ -348,16 +379,15 @@ class BM25Index:
             b=b,
         )
 
+    def _row(self, slot: int) -> DocTerms:
+        """The stored terms of one slot (views, no copy)."""
+        s, e = self.doc_ptr[slot], self.doc_ptr[slot + 1]
+        return self.doc_terms[s:e], self.doc_tfs[s:e]
+
     def renumbered(self, slots: np.ndarray) -> BM25Index:
         """A compact index whose slot ``i`` is this index's ``slots[i]``."""
         slots = np.asarray(slots, np.int64)
-        rows = [
-            (
-                self.doc_terms[self.doc_ptr[s] : self.doc_ptr[s + 1]],
-                self.doc_tfs[self.doc_ptr[s] : self.doc_ptr[s + 1]],
-            )
-            for s in slots
-        ]
+        rows = [self._row(s) for s in slots]
         doc_ptr, doc_terms, doc_tfs = self._pack(rows)
         n = len(slots)
         n_terms = len(self.vocab)

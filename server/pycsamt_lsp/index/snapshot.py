@@ -164,16 +164,26 @@ class Snapshot:
         per_file: Mapping[str, tuple[str, Sequence[Chunk]]],
         fingerprint: str,
         skipped: Mapping[str, str] | None = None,
+        counts: Mapping[str, Sequence[Mapping[str, int]]] | None = None,
     ) -> Snapshot:
-        """Index ``rel -> (sha hex, chunks)`` from scratch, files in path order."""
+        """Index ``rel -> (sha hex, chunks)`` from scratch, files in path order.
+
+        ``counts`` may carry ``rel -> term counts per chunk`` already computed
+        (by the build workers); files without them are tokenized here.
+        """
         chunks: list[Chunk] = []
+        rows: list[Mapping[str, int]] = []
         files: dict[str, tuple[str, tuple[int, ...]]] = {}
         for rel in sorted(per_file):
             sha, file_chunks = per_file[rel]
             first = len(chunks)
             chunks.extend(file_chunks)
+            given = counts.get(rel) if counts else None
+            if given is None or len(given) != len(file_chunks):
+                given = [term_counts(c.text) for c in file_chunks]
+            rows.extend(given)
             files[rel] = (sha, tuple(range(first, len(chunks))))
-        bm25 = BM25Index.build([term_counts(c.text) for c in chunks])
+        bm25 = BM25Index.build(rows)
         return cls(
             bm25,
             ChunkTable.from_chunks(chunks),
@@ -216,8 +226,21 @@ class Snapshot:
             sha, file_chunks = changed[rel]
             spans[rel] = (sha, len(new_chunks), len(new_chunks) + len(file_chunks))
             new_chunks.extend(file_chunks)
+        # An edit usually leaves most chunks of a file as they were: their
+        # stored terms are reused instead of tokenizing the text again.
+        same: dict[str, int] = {}
+        for rel in changed:
+            for slot in self.files.get(rel, ("", ()))[1]:
+                try:
+                    same.setdefault(self.table.get(slot).text, slot)
+                except KeyError:
+                    continue
         bm25, new_slots = self.bm25.updated(
-            drop, [term_counts(c.text) for c in new_chunks]
+            drop,
+            [
+                s if (s := same.get(c.text)) is not None else term_counts(c.text)
+                for c in new_chunks
+            ],
         )
         table = self.table.appended(new_chunks)
         if drop:

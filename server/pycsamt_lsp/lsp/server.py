@@ -237,7 +237,7 @@ async def _start(ls: PycsamtServer) -> None:
         ls.opened.set_result(None)
         return
     index_dir = Path(ls.settings.indexDir) if ls.settings.indexDir else None
-    ws = Workspace(root, profile, index_dir=index_dir)
+    ws = Workspace(root, profile, index_dir=index_dir, long_lived=True)
     ls.ws = ws
     _configure_ask(ls)
     ws.listeners.append(lambda _snap: ls.loop.call_soon_threadsafe(_index_changed, ls))
@@ -250,6 +250,13 @@ async def _start(ls: PycsamtServer) -> None:
     await _run_with_progress(ls, "Indexing pyCSAMT corpus", ws.open)
     if not ls.opened.done():
         ls.opened.set_result(None)
+    # Queries are answered from here on; load the package model right away
+    # too, so the first hover or diagnostics pass does not wait for it.
+    if ws.snapshot is not None:
+        try:
+            await asyncio.to_thread(ws.ensure_model)
+        except Exception:  # noqa: BLE001 - diagnostics retry it on first use
+            log.exception("loading the package model failed")
 
 
 def _configure_ask(ls: PycsamtServer) -> None:
