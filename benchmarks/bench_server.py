@@ -116,6 +116,29 @@ class Client:
             )
         )
 
+    async def settled_rss_mb(self, folder: Path) -> tuple[float, float]:
+        """Server RSS and peak RSS (MB) once a diagnostics pass has run (the
+        package model is loaded) and the background work has settled."""
+        uri = (folder / "rss_probe.py").as_uri()
+        self.lc.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri,
+                    language_id="python",
+                    version=1,
+                    text="from pycsamt import static_shift\n",
+                )
+            )
+        )
+        await self.diags.get()
+        await asyncio.sleep(1.0)
+        fields = {}
+        with open(f"/proc/{self.lc._server.pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                fields[key] = rest.split()[0] if rest.split() else ""
+        return int(fields["VmRSS"]) / 1024, int(fields["VmHWM"]) / 1024
+
     async def stop(self) -> None:
         await self.lc.shutdown_async(None)
         self.lc.exit(None)
@@ -128,11 +151,16 @@ async def server_figures(root: Path, reps: int) -> dict:
         idx = Path(tmp) / "idx"
         c = Client()
         out["init_to_first_query_cold_s"] = await c.start(root, idx)
+        rss, peak = await c.settled_rss_mb(Path(tmp))
+        out["server_rss_cold_mb"], out["server_peak_rss_cold_mb"] = rss, peak
         await c.stop()
         warm = []
-        for _ in range(reps):
+        for i in range(reps):
             c = Client()
             warm.append(await c.start(root, idx))
+            if i == 0:
+                rss, peak = await c.settled_rss_mb(Path(tmp))
+                out["server_rss_warm_mb"], out["server_peak_rss_warm_mb"] = rss, peak
             await c.stop()
         out["init_to_first_query_warm_s"] = statistics.median(warm)
 
@@ -254,6 +282,16 @@ def main() -> None:
             "initialize -> first query, warm (s)",
             figures["init_to_first_query_warm_s"],
             "median",
+        ),
+        (
+            "server RSS / peak after cold start (MB)",
+            f"{figures['server_rss_cold_mb']:.1f} / {figures['server_peak_rss_cold_mb']:.1f}",
+            "index + package model, settled; aim < 100 MB",
+        ),
+        (
+            "server RSS / peak after warm start (MB)",
+            f"{figures['server_rss_warm_mb']:.1f} / {figures['server_peak_rss_warm_mb']:.1f}",
+            "",
         ),
         (
             "file write -> updated query (ms)",
