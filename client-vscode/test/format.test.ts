@@ -1,8 +1,11 @@
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import {
   askArgs,
   dictTable,
+  evalSummary,
   formatEvalReport,
   formatStats,
   formatValidation,
@@ -115,6 +118,37 @@ describe('Search Source QuickPick items', () => {
     assert.equal(items[0].description, 'estimate_ss_ama');
     assert.equal(items[0].detail, 'sha256 0123456789ab · def estimate_ss_ama(z, freq, *, n_skin=3):');
   });
+
+  it('the server shape: symbol as {name, kind}, evidence flags shown', () => {
+    // one result as `pycsamt-lsp search --json` printed it on the real corpus
+    const items = sourcePickItems({
+      results: [
+        {
+          path: 'pycsamt/assistant/tools/validation_tools.py',
+          line_start: 24,
+          line_end: 26,
+          symbol: { name: 'validate_generated_code', kind: 'function', line_start: 24, line_end: 349 },
+          line: 24,
+          excerpt_line_start: 22,
+          excerpt: '"""Validate code."""\n\ndef validate_generated_code(code, *, root=None, execute_fixture=False,\n',
+          evidence: {
+            sha256: '4ea8fe077a6ead492ee701db3bebe57a8d7e1552fcc7353b01d133a07680b29f',
+            size_bytes: 15113,
+            package_version: '2.6.4',
+            version_mismatch: false,
+            changed_during_search: true,
+            flags: [],
+          },
+        },
+      ],
+    });
+    assert.equal(items[0].label, '$(file-code) pycsamt/assistant/tools/validation_tools.py:24-26');
+    assert.equal(items[0].description, 'validate_generated_code (function)');
+    assert.equal(
+      items[0].detail,
+      'sha256 4ea8fe077a6e · $(warning) changed during the search · def validate_generated_code(code, *, root=None, execute_fixture=False,',
+    );
+  });
 });
 
 describe('tables', () => {
@@ -142,6 +176,31 @@ describe('tables', () => {
     assert.match(text, /static_shift\s+1\s+0\.900/);
     assert.match(text, /suites: 2 items/);
     assert.match(text, /elapsed_s: 1\.500/);
+  });
+
+  it('eval: the real pycsamt.eval response (overall, suites, records, reproducibility)', () => {
+    // a trimmed copy of what `pycsamt-lsp eval --json` printed on the real corpus
+    const resp = JSON.parse(
+      fs.readFileSync(path.join(__dirname, '..', '..', 'test', 'fixtures', 'eval-response.json'), 'utf8'),
+    );
+    const text = formatEvalReport(resp).join('\n');
+    assert.match(text, /^pyCSAMT eval at k=10/);
+    assert.doesNotMatch(text, /no metrics in the result/);
+    assert.match(text, /symbol_recall\s+1 \(9\)/);
+    assert.match(text, /workflow_in_topk\s+0\.939 \(98\)/);
+    assert.match(text, /hallucination_violations\s+0 \(2\)/);
+    assert.match(text, /per suite/);
+    assert.match(text, /adversarial\.jsonl\s+13\s/);
+    assert.match(text, /static_shift\.jsonl\s+5\s/);
+    assert.match(text, /records: 3, with a failure: 1/);
+    assert.match(text, /- \[inversion\.jsonl\] "prepare an Occam2D inversion": workflow inv2d != pre_inversion/);
+    assert.match(text, /git_commit: [0-9a-f]{40}/);
+    assert.match(text, /manifest: version=1, created=.*n_chunks=7862/);
+    assert.match(text, /\npyCSAMT eval: symbol_recall 1, workflow_in_topk 0\.939, [^\n]*$/);
+    assert.equal(
+      evalSummary(resp),
+      'pyCSAMT eval: symbol_recall 1, workflow_in_topk 0.939, no_test_in_topk 1, hallucination_violations 0',
+    );
   });
 
   it('dict of dicts becomes a matrix', () => {

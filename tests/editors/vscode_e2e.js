@@ -193,6 +193,7 @@ async function freePort() {
   cs.stdout.on('data', (d) => (csLog += d));
   cs.stderr.on('data', (d) => (csLog += d));
   let browser;
+  const browserErrors = [];
   try {
     await poll(async () => csLog.includes('HTTP server listening') || undefined, 'code-server to listen', 60000, 100);
     console.log(`# code-server on 127.0.0.1:${port} after ${Date.now() - t0} ms`);
@@ -203,6 +204,10 @@ async function freePort() {
       env,
     });
     page = await browser.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error') browserErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => browserErrors.push(`pageerror: ${e.message}`));
     await page.setViewport({ width: 1400, height: 860 });
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(WS)}`, { waitUntil: 'domcontentloaded' });
 
@@ -357,6 +362,93 @@ async function freePort() {
       return `${rows.length} rows; first static-shift row ${JSON.stringify(hit)}${wanted ? `; opened ${wanted}` : ''}`;
     });
 
+    await step('pyCSAMT: Search Source finds validate_generated_code with evidence', async () => {
+      await runCommand('pyCSAMT: Search Source');
+      await poll(async () => {
+        const p = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        return /Search the pyCSAMT source live/.test(p) ? true : undefined;
+      }, 'the Search Source input box', 20000);
+      await page.keyboard.type('Where is validate_generated_code implemented?', { delay: 10 });
+      await page.keyboard.press('Enter');
+      const rows = await poll(async () => {
+        const t = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        if (!/source match(es)? for "Where is validate_generated_code/.test(t)) return undefined;
+        // the list renders after the title: wait for source rows (path:line)
+        const r = await quickPickRows();
+        return r.length && /\.\w+:\d+/.test(r[0]) ? r : undefined;
+      }, 'the Search Source matches', 60000);
+      await shot('search-source');
+      assert(/pycsamt\/assistant\/tools\/validation_tools\.py:\d+/.test(rows[0]), `first match: ${JSON.stringify(rows[0])}`);
+      assert(/sha256 [0-9a-f]{8,}/.test(rows[0]), `no file hash in the first match: ${JSON.stringify(rows[0])}`);
+      await page.keyboard.press('Enter');
+      await poll(async () => ((await page.title()).includes('validation_tools.py') ? true : undefined), 'validation_tools.py to open', 20000);
+      return `${rows.length} matches; first ${JSON.stringify(rows[0].slice(0, 140))}`;
+    });
+
+    await step('pyCSAMT: Ask shows an answer with numbered citations that open', async () => {
+      await runCommand('pyCSAMT: Ask');
+      await poll(async () => {
+        const p = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        return /Ask a question about pyCSAMT/.test(p) ? true : undefined;
+      }, 'the Ask input box', 20000);
+      // the box is prefilled with the selection, if any: replace it
+      await keys('Control+A');
+      await page.keyboard.type('How do I correct static shift in CSAMT data?', { delay: 10 });
+      await page.keyboard.press('Enter');
+      // the webview's document lives in nested iframes: find the one with the citations
+      const found = await poll(async () => {
+        for (const f of page.frames()) {
+          const info = await f
+            .evaluate(() => {
+              const items = [...document.querySelectorAll('ol.citations li')];
+              const answer = document.querySelector('.answer');
+              return items.length && answer
+                ? { n: items.length, first: items[0].innerText.split('\n')[0], answer: answer.innerText }
+                : null;
+            })
+            .catch(() => null);
+          if (info) return { frame: f, info };
+        }
+        return undefined;
+      }, 'the Ask webview with citations', 60000);
+      const { frame, info } = found;
+      assert(/\[1\]/.test(info.answer), `the answer cites nothing: ${info.answer.slice(0, 200)}`);
+      assert(/static.?shift|ss\.py|StaticShift/i.test(info.answer + info.first), `off-topic answer: ${info.answer.slice(0, 200)}`);
+      await sleep(500);
+      await shot('ask-answer');
+      const before = await page.title();
+      await frame.click('ol.citations li a.cite');
+      const title = await poll(async () => {
+        const t = await page.title();
+        return t !== before && /\.(py|rst|md|txt)\b/.test(t) ? t : undefined;
+      }, 'citation 1 to open its source', 20000);
+      await sleep(500);
+      await shot('ask-citation-opened');
+      return `${info.n} citations, first ${JSON.stringify(info.first)}; answer ${JSON.stringify(info.answer.slice(0, 100))}; opened ${JSON.stringify(title)}`;
+    });
+
+    await step('pyCSAMT: Run Eval reports the metrics', async () => {
+      await runCommand('pyCSAMT: Run Eval');
+      const toast = await poll(async () => {
+        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
+          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
+        );
+        return /pyCSAMT eval: symbol_recall/.test(t) ? t : undefined;
+      }, 'the eval summary notification', 60000);
+      const m = /symbol_recall ([\d.]+), workflow_in_topk ([\d.]+)/.exec(toast);
+      assert(m && Number(m[1]) === 1, `symbol recall is not 1: ${toast.slice(0, 200)}`);
+      // the report goes to the output channel, which scrolls to its end
+      const out = await poll(async () => {
+        const t = await page.$$eval('.panel .view-lines .view-line', (els) =>
+          els.map((e) => e.innerText.replace(/\u00a0/g, ' ')).join('\n'),
+        );
+        return /pyCSAMT eval: symbol_recall [\d.]+, workflow_in_topk/.test(t) ? t : undefined;
+      }, 'the eval report in the output channel', 30000);
+      await shot('eval-output');
+      await keys('Control+J'); // hide the panel again
+      return `${JSON.stringify(toast.slice(0, 140))}; output ends ${JSON.stringify(out.split('\n').slice(-2).join(' / '))}`;
+    });
+
     await step('status bar still ready; clicking it shows the index stats', async () => {
       const s = await pycsamtStatus();
       assert(/ready · [\d,]+ chunks/.test(s), s);
@@ -381,6 +473,7 @@ async function freePort() {
     if (browser) await browser.close().catch(() => undefined);
     cs.kill('SIGTERM');
     fs.writeFileSync(path.join(SHOTS, 'code-server.log'), csLog);
+    fs.writeFileSync(path.join(SHOTS, 'browser-errors.log'), browserErrors.join('\n'));
   }
   const failed = results.filter((r) => !r.ok).length;
   console.log(`# screenshots: ${SHOTS}`);

@@ -114,12 +114,48 @@ export function shortHash(h: unknown, n = 12): string {
   return typeof h === 'string' && h.length > 0 ? h.slice(0, n) : '';
 }
 
+/** `name (kind)` of a search hit's symbol, whatever shape it came in. */
+export function sourceSymbolText(sym: SourceHit['symbol']): string {
+  if (typeof sym === 'string') {
+    return sym;
+  }
+  if (sym && typeof sym === 'object' && typeof sym.name === 'string') {
+    return typeof sym.kind === 'string' ? `${sym.name} (${sym.kind})` : sym.name;
+  }
+  return '';
+}
+
+/** Warnings the evidence carries: a file edited during the search, a version mismatch. */
+function evidenceWarnings(ev: SourceHit['evidence']): string[] {
+  const out = new Set<string>(Array.isArray(ev?.flags) ? ev.flags.map(String) : []);
+  if (ev?.changed_during_search) {
+    out.add('changed during the search');
+  }
+  if (ev?.version_mismatch) {
+    out.add('checkout differs from the package version');
+  }
+  return [...out];
+}
+
+/** The excerpt's line at the match (else its first non-empty line), trimmed. */
+function matchedLine(h: SourceHit): string {
+  const lines = (h.excerpt ?? '').split('\n');
+  if (typeof h.line === 'number' && typeof h.excerpt_line_start === 'number') {
+    const at = lines[h.line - h.excerpt_line_start]?.trim();
+    if (at) {
+      return firstLine(at);
+    }
+  }
+  return firstLine(h.excerpt);
+}
+
 export function sourcePickItems(resp: SearchSourceResponse): ResultPickItem<SourceHit>[] {
   return (resp.results ?? []).map((h) => {
     const where = `${h.path ?? h.uri ?? '?'}:${lineSpan(h.line_start, h.line_end) || '1'}`;
     const hash = shortHash(h.evidence?.sha256);
-    const detail = [hash ? `sha256 ${hash}` : '', firstLine(h.excerpt)].filter(Boolean).join(' · ');
-    return { label: `$(file-code) ${where}`, description: h.symbol ?? '', detail, item: h };
+    const warn = evidenceWarnings(h.evidence).map((w) => `$(warning) ${w}`);
+    const detail = [hash ? `sha256 ${hash}` : '', ...warn, matchedLine(h)].filter(Boolean).join(' · ');
+    return { label: `$(file-code) ${where}`, description: sourceSymbolText(h.symbol), detail, item: h };
   });
 }
 
@@ -200,34 +236,142 @@ export function dictTable(d: Record<string, unknown>, keyHeader = 'metric'): str
 }
 
 /** Run Eval: the metrics table first, then the other fields. */
-export function formatEvalReport(resp: EvalResponse): string[] {
-  const out: string[] = ['pyCSAMT eval', ''];
+/**
+ * The overall metrics of an eval result: the server's `pycsamt.eval` answers
+ * `{k, suites: {name: {metrics, n, ...}}, overall: {metrics, n, records, ...},
+ * reproducibility}`; a flat `{metrics}` is accepted too.
+ */
+export function evalMetrics(resp: EvalResponse): Record<string, unknown> | undefined {
   if (isPlainObject(resp.metrics)) {
-    out.push(...dictTable(resp.metrics));
-  } else {
-    out.push('(no metrics in the result)');
+    return resp.metrics;
   }
-  for (const [k, v] of Object.entries(resp)) {
-    if (k === 'metrics') {
-      continue;
-    }
-    if (isScalar(v)) {
-      out.push('', `${k}: ${formatNumber(v)}`);
-    } else if (isPlainObject(v) && Object.keys(v).length > 0) {
-      out.push('', `${k}:`, ...dictTable(v, k).map((l) => `  ${l}`));
-    } else if (Array.isArray(v)) {
-      out.push('', `${k}: ${v.length} item${v.length === 1 ? '' : 's'}`);
-    }
+  const overall = resp.overall;
+  return isPlainObject(overall) && isPlainObject(overall.metrics) ? overall.metrics : undefined;
+}
+
+/** `value (n)` cells: the metric and how many records it was scored on. */
+function scoredCells(part: Record<string, unknown>): Record<string, string> {
+  const m = isPlainObject(part.metrics) ? part.metrics : {};
+  const n = isPlainObject(part.n) ? part.n : {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m)) {
+    out[k] = typeof n[k] === 'number' ? `${formatNumber(v)} (${n[k]})` : formatNumber(v);
   }
   return out;
 }
 
+const MAX_FAILURES = 30;
+
+/** Why one eval record failed (the reasons the server's text report gives). */
+export function evalRecordFailures(r: Record<string, unknown>): string[] {
+  const why: string[] = [];
+  const list = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
+  if (list(r.missing_symbols).length) {
+    why.push(`missing ${list(r.missing_symbols).join(', ')}`);
+  }
+  if (r.workflow_correct === false) {
+    why.push(`workflow ${String(r.inferred_workflow)} != ${String(r.expected_workflow)}`);
+  }
+  if (r.workflow_in_topk === false) {
+    const target = r.expected_retrieval_workflow ?? r.expected_workflow;
+    why.push(`${String(target)} not in top-k [${list(r.retrieved_workflows).join(',') || 'none'}]`);
+  }
+  if (list(r.test_hits).length) {
+    why.push(`${list(r.test_hits).length} test hit(s)`);
+  }
+  if (list(r.violations).length) {
+    why.push(`guard: ${list(r.violations).join('; ')}`);
+  }
+  if (typeof r.error === 'string' && r.error) {
+    why.push(`error: ${r.error}`);
+  }
+  return why;
+}
+
+
+export function formatEvalReport(resp: EvalResponse): string[] {
+  const done = new Set<string>(['kind']); // keys rendered by a section below
+  const k = typeof resp.k === 'number' ? ` at k=${resp.k}` : '';
+  if (k) {
+    done.add('k');
+  }
+  const out: string[] = [`pyCSAMT eval${k}`, ''];
+  const metrics = evalMetrics(resp);
+  const overall = isPlainObject(resp.overall) ? resp.overall : undefined;
+  if (overall && isPlainObject(overall.metrics)) {
+    const cells = scoredCells(overall);
+    out.push(...renderTable(['metric', 'value (n scored)'], Object.entries(cells).map(([a, b]) => [a, b])));
+    done.add('overall');
+  } else if (metrics) {
+    out.push(...dictTable(metrics));
+    done.add('metrics');
+  } else {
+    out.push('(no metrics in the result)');
+  }
+  const suites = resp.suites;
+  if (isPlainObject(suites) && Object.values(suites).some((v) => isPlainObject(v) && isPlainObject(v.metrics))) {
+    const rows: Record<string, unknown> = {};
+    for (const [name, part] of Object.entries(suites)) {
+      if (isPlainObject(part)) {
+        rows[name] = { records: part.n_records, ...scoredCells(part) };
+      }
+    }
+    out.push('', 'per suite (value, records scored):', ...dictTable(rows, 'suite').map((l) => `  ${l}`));
+    done.add('suites');
+  }
+  const records = overall && Array.isArray(overall.records) ? overall.records : [];
+  const failing = records.filter(isPlainObject).map((r) => [r, evalRecordFailures(r)] as const);
+  const bad = failing.filter(([, why]) => why.length > 0);
+  if (records.length) {
+    out.push('', `records: ${records.length}, with a failure: ${bad.length}`);
+    for (const [r, why] of bad.slice(0, MAX_FAILURES)) {
+      const tag = typeof r.suite === 'string' ? `[${r.suite}] ` : '';
+      out.push(`  - ${tag}${JSON.stringify(r.query)}: ${why.join(' | ')}`);
+    }
+    if (bad.length > MAX_FAILURES) {
+      out.push(`  ... ${bad.length - MAX_FAILURES} more`);
+    }
+  }
+  const repro = resp.reproducibility;
+  if (isPlainObject(repro)) {
+    done.add('reproducibility');
+    out.push('', 'reproducibility:');
+    for (const [key, v] of Object.entries(repro)) {
+      if (isScalar(v)) {
+        out.push(`  ${key}: ${formatNumber(v)}`);
+      } else if (isPlainObject(v) && Object.values(v).every(isScalar)) {
+        out.push(`  ${key}: ${Object.entries(v).map(([a, b]) => `${a}=${formatNumber(b)}`).join(', ')}`);
+      } else if (Array.isArray(v)) {
+        out.push(`  ${key}: ${v.length} item${v.length === 1 ? '' : 's'}`);
+      }
+    }
+  }
+  for (const [key, v] of Object.entries(resp)) {
+    if (done.has(key)) {
+      continue;
+    }
+    if (isScalar(v)) {
+      out.push('', `${key}: ${formatNumber(v)}`);
+    } else if (isPlainObject(v) && Object.keys(v).length > 0) {
+      out.push('', `${key}:`, ...dictTable(v, key).map((l) => `  ${l}`));
+    } else if (Array.isArray(v)) {
+      out.push('', `${key}: ${v.length} item${v.length === 1 ? '' : 's'}`);
+    }
+  }
+  // the output channel scrolls to its end: finish with the headline
+  out.push('', evalSummary(resp));
+  return out;
+}
+
+/** The headline metrics first (those the project's quality bar names), numbers only. */
+const HEADLINE = ['symbol_recall', 'workflow_in_topk', 'no_test_in_topk', 'hallucination_violations'];
+
 export function evalSummary(resp: EvalResponse): string {
-  const m = isPlainObject(resp.metrics) ? resp.metrics : {};
-  const parts = Object.entries(m)
-    .filter(([, v]) => typeof v === 'number')
-    .slice(0, 4)
-    .map(([k, v]) => `${k} ${formatNumber(v)}`);
+  const m = evalMetrics(resp) ?? {};
+  const numeric = Object.entries(m).filter(([, v]) => typeof v === 'number');
+  const first = HEADLINE.filter((k) => typeof m[k] === 'number').map((k) => [k, m[k]] as const);
+  const rest = numeric.filter(([k]) => !HEADLINE.includes(k));
+  const parts = [...first, ...rest].slice(0, 4).map(([k, v]) => `${k} ${formatNumber(v)}`);
   return parts.length ? `pyCSAMT eval: ${parts.join(', ')}` : 'pyCSAMT eval finished';
 }
 

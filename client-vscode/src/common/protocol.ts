@@ -66,10 +66,26 @@ export interface SourceHit {
   path?: string;
   line_start?: number;
   line_end?: number;
-  symbol?: string | null;
+  /** The best matching symbol: the server sends `{name, kind, line_start, line_end}`. */
+  symbol?: SourceSymbol | string | null;
   excerpt?: string;
-  evidence?: { sha256?: string; [key: string]: unknown };
+  /** The best matching line, and the first line the excerpt covers. */
+  line?: number;
+  excerpt_line_start?: number;
+  evidence?: {
+    sha256?: string;
+    flags?: string[];
+    changed_during_search?: boolean;
+    version_mismatch?: boolean;
+    [key: string]: unknown;
+  };
   uri?: string;
+}
+export interface SourceSymbol {
+  name?: string;
+  kind?: string;
+  line_start?: number;
+  line_end?: number;
 }
 export interface SearchSourceResponse {
   query?: string;
