@@ -52,7 +52,8 @@ log = logging.getLogger(__name__)
 
 #: ``progress(percent 0-100, message)``; called from the working thread.
 Progress = Callable[[int, str], None]
-#: Below this many changed files an update is incremental; above, a rebuild.
+#: Below this many files a build parses in the building process: starting
+#: worker processes would cost more than it saves.
 _PARALLEL_MIN_FILES = 200
 
 
