@@ -297,12 +297,15 @@ async def test_real_corpus_cold_start(
     ]
     assert len(percents) >= 3 and percents == sorted(percents)
     assert reports[-1].message.startswith("build:")
+    # the server's heap never holds the build: a child process built it
+    assert reports[-1].message.endswith("(built in a separate process)")
     res = await command(
         client, "pycsamt.query", {"query": "static shift correction", "k": 5}
     )
     assert any(field(r, "workflow") == "static_shift" for r in field(res, "results"))
     stats = await command(client, "pycsamt.stats", {})
     assert field(stats, "n_chunks") > 3000
+    assert field(stats, "loaded_from") == "build"
 
 
 @pytest.mark.corpus

@@ -472,3 +472,50 @@ def test_a_dropped_server_workspace_is_freed_by_reference_counting(corpus, tmp_p
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_a_server_builds_a_large_corpus_in_a_child_process(
+    corpus, tmp_path, monkeypatch
+):
+    import pycsamt_lsp.workspace as workspace_mod
+
+    root, _ = corpus
+    monkeypatch.setattr(workspace_mod, "_PARALLEL_MIN_FILES", 1)
+    seen: list[int] = []
+    ws = Workspace(root, PROFILE, index_dir=tmp_path / "idx", long_lived=True)
+    try:
+        report = ws.open(lambda pct, _msg: seen.append(pct))
+        assert report["isolated"] is True
+        assert seen and seen == sorted(seen)  # progress came through the pipe
+        assert (tmp_path / "idx" / "manifest.json").exists()
+        assert ws.stats()["loaded_from"] == "build"
+        assert_equivalent(ws, fresh_build(root, tmp_path))
+        # the package model the child persisted answers here
+        assert ws.validate("from geo.core.ss.agent import StaticShiftAgent\n")["ok"]
+        assert not ws.validate("from geo.core.ss.agent import StaticShiftAgnt\n")["ok"]
+    finally:
+        import gc
+
+        gc.unfreeze()
+
+
+def test_a_failed_build_process_falls_back_to_building_here(
+    corpus, tmp_path, monkeypatch, caplog
+):
+    import pycsamt_lsp.workspace as workspace_mod
+
+    root, _ = corpus
+    monkeypatch.setattr(workspace_mod, "_PARALLEL_MIN_FILES", 1)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the index folder should be")
+    ws = Workspace(root, PROFILE, index_dir=blocker, long_lived=True)
+    try:
+        report = ws.open()
+        assert "isolated" not in report
+        assert ws.snapshot is not None and ws.snapshot.n_chunks > 0
+        assert "the build process failed" in caplog.text
+        assert ws.query("static shift")["results"]
+    finally:
+        import gc
+
+        gc.unfreeze()

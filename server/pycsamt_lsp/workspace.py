@@ -12,11 +12,14 @@ import logging
 import multiprocessing
 import os
 import re
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +49,7 @@ from .package_model import PackageModel
 from .profile import Profile
 from .retrieval import RankAux, load_feedback, search, snippet_of
 
-__all__ = ["Progress", "QueryError", "Workspace"]
+__all__ = ["BuildCancelled", "Progress", "QueryError", "Workspace"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,43 @@ Progress = Callable[[int, str], None]
 #: Below this many files a build parses in the building process: starting
 #: worker processes would cost more than it saves.
 _PARALLEL_MIN_FILES = 200
+
+
+def _build_in_child(
+    root: Path, profile: Profile, index_dir: Path, workers: int, conn: Connection
+) -> None:
+    """Body of the build process: build, persist, report through *conn*.
+
+    Messages: ``("progress", percent, text)``, then ``("done", report)`` or
+    ``("error", text)``. Nothing may reach stdout (a server's stdout is the
+    LSP channel).
+    """
+    sys.stdout = sys.stderr
+    if hasattr(os, "setpgrp"):
+        # its own process group, with the pool workers it starts, so that a
+        # cancel stops them all (a killed parent would orphan its workers)
+        os.setpgrp()
+
+    def send(pct: int, message: str) -> None:
+        conn.send(("progress", pct, message))
+
+    try:
+        ws = Workspace(root, profile, index_dir=index_dir, workers=workers)
+        report = ws.build(send)
+        if ws.persist() is None:
+            conn.send(("error", f"could not write the index to {index_dir}"))
+        else:
+            conn.send(("done", report))
+    except BrokenPipeError:  # the server went away: nothing to report to
+        pass
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+class BuildCancelled(RuntimeError):
+    """The build was stopped (the server is shutting down)."""
 
 
 class QueryError(ValueError):
@@ -100,6 +140,8 @@ class Workspace:
         self._bundled = bundled_recipes_dir()
         self.listeners: list[Callable[[Snapshot], None]] = []
         self.long_lived = long_lived
+        self._child: multiprocessing.process.BaseProcess | None = None
+        self._cancelled = False
 
     # -- state ---------------------------------------------------------------
 
@@ -246,6 +288,95 @@ class Workspace:
                 "seconds": round(time.perf_counter() - t0, 3),
             }
 
+    def rebuild(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Build from scratch and persist.
+
+        In a long-lived process (the server) a large corpus is built by a
+        child process that persists the index and exits; this process then
+        loads what it wrote. The build's transient memory (every file's
+        bytes, parse results, chunk texts) then never lands in the server's
+        heap, which would keep most of it (fragmentation) for its lifetime.
+        Any failure there falls back to building here, with the reason
+        logged.
+        """
+        if self.long_lived and sum(1 for _ in self._files()) >= _PARALLEL_MIN_FILES:
+            report = self._build_isolated(progress)
+            if report is not None:
+                return report
+        with self._lock:
+            report = self.build(progress)
+            self.persist()
+            return report
+
+    def _build_isolated(self, progress: Progress | None) -> dict[str, Any] | None:
+        """:meth:`rebuild` in a child process; None when that failed."""
+        with self._lock:
+            self._cancelled = False
+            ctx = multiprocessing.get_context("spawn")
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_build_in_child,
+                args=(self.root, self.profile, self.index_dir, self.workers, send),
+                name="pycsamt-lsp-build",
+            )
+            proc.start()
+            send.close()
+            self._child = proc
+            report: dict[str, Any] | None = None
+            error = ""
+            try:
+                while True:
+                    try:
+                        msg = recv.recv()
+                    except EOFError:
+                        break
+                    if msg[0] == "progress":
+                        if progress:
+                            progress(msg[1], msg[2])
+                    elif msg[0] == "done":
+                        report = msg[1]
+                    else:
+                        error = msg[1]
+            finally:
+                recv.close()
+                proc.join()
+                self._child = None
+            if self._cancelled:
+                raise BuildCancelled("the index build was cancelled")
+            if report is None:
+                log.warning(
+                    "the build process failed (%s); building in the server",
+                    error or f"exit code {proc.exitcode}",
+                )
+                return None
+            try:
+                snap, manifest = load_snapshot(
+                    self.index_dir, profile_name=self.profile.name
+                )
+            except IndexLoadError as exc:
+                log.warning("could not load the built index (%s); building here", exc)
+                return None
+            st = self._state
+            st.model = None  # the child persisted it: loaded on first use
+            st.manifest = manifest
+            self._publish(snap, "build")
+            st.dirty = False
+            st.last_reason = "full build"
+            report["isolated"] = True
+            return report
+
+    def cancel_build(self) -> None:
+        """Stop a build process still running, with its workers (server
+        shutdown); the waiting :meth:`rebuild` raises :class:`BuildCancelled`."""
+        proc = self._child
+        if proc is None or not proc.is_alive():
+            return
+        self._cancelled = True
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the child leads its group
+        except (AttributeError, OSError):
+            proc.terminate()
+
     def _files(self) -> Iterable[tuple[str, Path]]:
         return iter_corpus_files(self.root, self.profile)
 
@@ -271,10 +402,8 @@ class Workspace:
                     log.warning("rebuilding the index: %s", reason)
                 else:
                     log.info("building the index: %s", reason)
-                report = self.build(progress)
+                report = self.rebuild(progress) if persist else self.build(progress)
                 report["reason"] = reason
-                if persist:
-                    self.persist()
                 return report
             self._state.manifest = manifest
             self._publish(snap, "disk")

@@ -35,7 +35,7 @@ from .. import __version__
 from ..commands import REGISTRY, ArgumentError, parse_args
 from ..corpus import CorpusError, discover_root
 from ..profile import ProfileError, load_profile
-from ..workspace import QueryError, Workspace
+from ..workspace import BuildCancelled, QueryError, Workspace
 from .settings import Settings
 
 __all__ = ["PycsamtServer", "serve", "server"]
@@ -195,6 +195,8 @@ async def on_initialized(ls: PycsamtServer, _params: types.InitializedParams) ->
 async def on_shutdown(ls: PycsamtServer, *_args) -> None:
     if ls._watch_stop is not None:
         ls._watch_stop.set()
+    if ls.ws is not None:
+        ls.ws.cancel_build()  # a build process must not outlive the server
     for handle in (ls._flush, ls._persist):
         if handle is not None:
             handle.cancel()
@@ -317,6 +319,17 @@ async def _run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None
 
     try:
         result = await asyncio.to_thread(work, report)
+    except asyncio.CancelledError:
+        # the server is stopping (client gone): stop a build process too, or
+        # the exit would wait for the worker thread, i.e. the whole build
+        if ls.ws is not None:
+            ls.ws.cancel_build()
+        raise
+    except BuildCancelled:
+        log.info("index build cancelled")
+        if use_progress:
+            progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
+        return None
     except Exception as exc:  # noqa: BLE001 - reported to the user, server stays up
         log.exception("indexing failed")
         ls.state, ls.index_error = "error", f"indexing failed: {exc}"
@@ -329,6 +342,7 @@ async def _run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None
     summary = (
         f"{result.get('action', 'build')}: {result['n_chunks']} chunks from "
         f"{result['n_files']} files in {result['seconds']} s"
+        + (" (built in a separate process)" if result.get("isolated") else "")
     )
     log.info("index %s", summary)
     if use_progress:
@@ -524,12 +538,9 @@ def _make_command(name: str):
         if name == "pycsamt.rebuild":
             ws = await ls.workspace_ready()
 
-            def work(report):
-                result = ws.build(report)
-                ws.persist()
-                return result
-
-            result = await _run_with_progress(ls, "Rebuilding pyCSAMT index", work)
+            result = await _run_with_progress(
+                ls, "Rebuilding pyCSAMT index", ws.rebuild
+            )
             if result is None:
                 raise JsonRpcInternalError(message=ls.index_error or "rebuild failed")
             return result
@@ -585,9 +596,13 @@ def serve(
     register_commands(server)
     from . import features  # noqa: F401 - registers editor features
 
-    if tcp:
-        host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()
+    try:
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io()
+    finally:
+        if server.ws is not None:  # the client went away without a shutdown
+            server.ws.cancel_build()
     return 0
