@@ -449,6 +449,49 @@ async function freePort() {
       return `${JSON.stringify(toast.slice(0, 140))}; output ends ${JSON.stringify(out.split('\n').slice(-2).join(' / '))}`;
     });
 
+    await step('pyCSAMT: Validate Selection reports an invented keyword argument', async () => {
+      await page.keyboard.press('Escape');
+      await keys('Control+P');
+      await page.waitForSelector('.quick-input-widget .quick-input-box input', { visible: true, timeout: 20000 });
+      await page.keyboard.type('survey.py', { delay: 20 });
+      await poll(async () => ((await quickPickRows()).some((r) => r.includes('survey.py')) ? true : undefined), 'Quick Open to find survey.py', 20000);
+      await page.keyboard.press('Enter');
+      await poll(async () => ((await page.title()).includes('survey.py') ? true : undefined), 'survey.py to be active', 20000);
+      await sleep(300);
+      await keys('Control+End');
+      await page.keyboard.press('Enter');
+      await page.keyboard.type('again = estimate_ss_ama(sites, half_windw=3', { delay: 10 });
+      await page.keyboard.press('Escape'); // any suggestion widget
+      await runCommand('pyCSAMT: Validate Selection');
+      const toast = await poll(async () => {
+        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
+          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
+        );
+        return /pyCSAMT: 1 error: .*half_windw/.test(t) ? t : undefined;
+      }, 'the validation notification naming half_windw', 30000);
+      await shot('validate-selection');
+      return JSON.stringify(toast.slice(0, 200));
+    });
+
+    await step('pyCSAMT: Rebuild Index rebuilds with progress and comes back ready', async () => {
+      await runCommand('pyCSAMT: Rebuild Index');
+      let sawBusy = '';
+      const toast = await poll(async () => {
+        const s = await pycsamtStatus();
+        if (/building|stale/.test(s) && !sawBusy) sawBusy = s;
+        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
+          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
+        );
+        return /Rebuilt\. pyCSAMT index: ready · [\d,]+ chunks/.test(t) ? t : undefined;
+      }, 'the rebuild notification', 180000);
+      const s = await poll(async () => {
+        const st = await pycsamtStatus();
+        return /ready · [\d,]+ chunks/.test(st) ? st : undefined;
+      }, 'the status bar to read ready again', 30000);
+      await shot('rebuilt');
+      return `${sawBusy ? `status went ${JSON.stringify(sawBusy)}, ` : ''}${JSON.stringify(toast.match(/Rebuilt\.[^|]*/)[0].slice(0, 120))}; status ${JSON.stringify(s)}`;
+    });
+
     await step('status bar still ready; clicking it shows the index stats', async () => {
       const s = await pycsamtStatus();
       assert(/ready · [\d,]+ chunks/.test(s), s);
