@@ -157,6 +157,22 @@ async function runCommand(title) {
   );
   await page.keyboard.press('Enter');
 }
+async function quickInputText() {
+  return page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+}
+async function toastTexts() {
+  return page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
+    els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
+  );
+}
+/** Run a palette command that asks for text in an input box showing `prompt`. */
+async function runCommandWithInput(title, prompt, text) {
+  await runCommand(title);
+  await poll(async () => (prompt.test(await quickInputText()) ? true : undefined), `the ${title} input box`, 20000);
+  await keys('Control+A'); // a box prefilled with the selection: replace it
+  await page.keyboard.type(text, { delay: 10 });
+  await page.keyboard.press('Enter');
+}
 async function quickPickRows() {
   return page.$$eval('.quick-input-widget .quick-input-list .monaco-list-row', (els) =>
     els.map((e) => e.innerText.replace(/\n+/g, ' | ')),
@@ -332,15 +348,9 @@ async function freePort() {
     });
 
     await step('pyCSAMT: Query lists a static-shift result and opens it', async () => {
-      await runCommand('pyCSAMT: Query');
-      await poll(async () => {
-        const p = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
-        return /Search the pyCSAMT knowledge index/.test(p) ? true : undefined;
-      }, 'the Query input box', 20000);
-      await page.keyboard.type('static shift correction', { delay: 15 });
-      await page.keyboard.press('Enter');
+      await runCommandWithInput('pyCSAMT: Query', /Search the pyCSAMT knowledge index/, 'static shift correction');
       const rows = await poll(async () => {
-        const t = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        const t = await quickInputText();
         if (!/results? for "static shift correction"/.test(t)) return undefined;
         const r = await quickPickRows();
         return r.length ? r : undefined;
@@ -363,15 +373,13 @@ async function freePort() {
     });
 
     await step('pyCSAMT: Search Source finds validate_generated_code with evidence', async () => {
-      await runCommand('pyCSAMT: Search Source');
-      await poll(async () => {
-        const p = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
-        return /Search the pyCSAMT source live/.test(p) ? true : undefined;
-      }, 'the Search Source input box', 20000);
-      await page.keyboard.type('Where is validate_generated_code implemented?', { delay: 10 });
-      await page.keyboard.press('Enter');
+      await runCommandWithInput(
+        'pyCSAMT: Search Source',
+        /Search the pyCSAMT source live/,
+        'Where is validate_generated_code implemented?',
+      );
       const rows = await poll(async () => {
-        const t = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
+        const t = await quickInputText();
         if (!/source match(es)? for "Where is validate_generated_code/.test(t)) return undefined;
         // the list renders after the title: wait for source rows (path:line)
         const r = await quickPickRows();
@@ -386,15 +394,7 @@ async function freePort() {
     });
 
     await step('pyCSAMT: Ask shows an answer with numbered citations that open', async () => {
-      await runCommand('pyCSAMT: Ask');
-      await poll(async () => {
-        const p = await page.$eval('.quick-input-widget', (e) => e.innerText).catch(() => '');
-        return /Ask a question about pyCSAMT/.test(p) ? true : undefined;
-      }, 'the Ask input box', 20000);
-      // the box is prefilled with the selection, if any: replace it
-      await keys('Control+A');
-      await page.keyboard.type('How do I correct static shift in CSAMT data?', { delay: 10 });
-      await page.keyboard.press('Enter');
+      await runCommandWithInput('pyCSAMT: Ask', /Ask a question about pyCSAMT/, 'How do I correct static shift in CSAMT data?');
       // the webview's document lives in nested iframes: find the one with the citations
       const found = await poll(async () => {
         for (const f of page.frames()) {
@@ -430,9 +430,7 @@ async function freePort() {
     await step('pyCSAMT: Run Eval reports the metrics', async () => {
       await runCommand('pyCSAMT: Run Eval');
       const toast = await poll(async () => {
-        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
-          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
-        );
+        const t = await toastTexts();
         return /pyCSAMT eval: symbol_recall/.test(t) ? t : undefined;
       }, 'the eval summary notification', 60000);
       const m = /symbol_recall ([\d.]+), workflow_in_topk ([\d.]+)/.exec(toast);
@@ -464,9 +462,7 @@ async function freePort() {
       await page.keyboard.press('Escape'); // any suggestion widget
       await runCommand('pyCSAMT: Validate Selection');
       const toast = await poll(async () => {
-        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
-          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
-        );
+        const t = await toastTexts();
         return /pyCSAMT: 1 error: .*half_windw/.test(t) ? t : undefined;
       }, 'the validation notification naming half_windw', 30000);
       await shot('validate-selection');
@@ -479,9 +475,7 @@ async function freePort() {
       const toast = await poll(async () => {
         const s = await pycsamtStatus();
         if (/building|stale/.test(s) && !sawBusy) sawBusy = s;
-        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
-          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
-        );
+        const t = await toastTexts();
         return /Rebuilt\. pyCSAMT index: ready · [\d,]+ chunks/.test(t) ? t : undefined;
       }, 'the rebuild notification', 180000);
       const s = await poll(async () => {
@@ -502,9 +496,7 @@ async function freePort() {
       const target = (await item.$('a, .statusbar-item-label')) || item;
       await target.click();
       const toast = await poll(async () => {
-        const t = await page.$$eval('.notification-toast, .notifications-toasts .notification-list-item', (els) =>
-          els.map((e) => e.innerText.replace(/\n+/g, ' ')).join(' | '),
-        );
+        const t = await toastTexts();
         return /pyCSAMT index: ready · [\d,]+ chunks/.test(t) ? t : undefined;
       }, 'the index stats notification', 20000);
       await shot('status-stats');

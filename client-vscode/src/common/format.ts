@@ -320,8 +320,10 @@ export function formatEvalReport(resp: EvalResponse): string[] {
     done.add('suites');
   }
   const records = overall && Array.isArray(overall.records) ? overall.records : [];
-  const failing = records.filter(isPlainObject).map((r) => [r, evalRecordFailures(r)] as const);
-  const bad = failing.filter(([, why]) => why.length > 0);
+  const bad = records
+    .filter(isPlainObject)
+    .map((r) => [r, evalRecordFailures(r)] as const)
+    .filter(([, why]) => why.length > 0);
   if (records.length) {
     out.push('', `records: ${records.length}, with a failure: ${bad.length}`);
     for (const [r, why] of bad.slice(0, MAX_FAILURES)) {
