@@ -1,0 +1,120 @@
+"""Measure a whole child process the way a user experiences it.
+
+Wall time, CPU (user + system of the child and every descendant it waited for,
+from ``os.wait4``), the child's peak RSS (``ru_maxrss`` from the same call: the
+largest single process of the tree) and the peak *sum* of RSS over the process
+tree, sampled from ``/proc`` (a parallel build's workers are alive together, so
+their memory adds up; ``ru_maxrss`` alone would hide that).
+
+Used by ``bench_build.py`` for our CLI and for the reference's, so both sides are
+measured by the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _children_map() -> dict[int, list[int]]:
+    """ppid -> pids for every process visible in ``/proc``."""
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # the command name is in parentheses and may contain spaces
+        rest = stat[stat.rfind(b")") + 2 :].split()
+        kids.setdefault(int(rest[1]), []).append(int(name))
+    return kids
+
+
+def tree_rss_bytes(root_pid: int) -> int:
+    """Sum of the resident set of ``root_pid`` and all its descendants now."""
+    kids = _children_map()
+    total = 0
+    stack = [root_pid]
+    while stack:
+        pid = stack.pop()
+        stack.extend(kids.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * _PAGE
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def run_measured(
+    cmd: list[str],
+    *,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    stdin_text: str | None = None,
+    sample_s: float = 0.05,
+    timeout_s: float = 1800.0,
+) -> dict[str, Any]:
+    """Run ``cmd`` to completion and return its figures and output.
+
+    The child is reaped with ``os.wait4`` so the CPU and ``maxrss`` figures
+    belong to this child alone (not to earlier children of this process, as
+    ``RUSAGE_CHILDREN`` would mix them). Output goes to temp files rather than
+    pipes so the sampling loop can never deadlock on a full pipe.
+    """
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryFile() as inp,
+    ):
+        if stdin_text is not None:
+            inp.write(stdin_text.encode("utf-8"))
+            inp.seek(0)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=inp, stdout=out, stderr=err
+        )
+        peak_tree = 0
+        status = 0
+        usage = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak_tree = max(peak_tree, tree_rss_bytes(proc.pid))
+            if time.perf_counter() - t0 > timeout_s:
+                proc.kill()
+            time.sleep(sample_s)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    assert usage is not None
+    return {
+        "cmd": cmd,
+        "returncode": proc.returncode,
+        "wall_s": wall,
+        "user_s": usage.ru_utime,
+        "sys_s": usage.ru_stime,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "maxrss_mb": usage.ru_maxrss / 1024.0,
+        "tree_peak_rss_mb": peak_tree / 2**20,
+        "stdout": stdout,
+        "stderr": stderr,
+    }
+
+
+def offline_env() -> dict[str, str]:
+    """This environment without API keys, so neither side can go online."""
+    return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
