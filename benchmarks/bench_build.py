@@ -1,0 +1,248 @@
+"""Whole processes side by side: ``pycsamt-lsp`` against pyCSAMT 2.6.4's assistant.
+
+What a user waits for, measured the same way for both (``measure.run_measured``):
+
+- build: ``pycsamt-lsp build --root COPY`` (whole process, persisted, package
+  model included) against ``python -m pycsamt.assistant.rag --root COPY build``
+  (the reference venv, see ``reference.py``), each on its own copy of the
+  corpus, index removed before every repetition;
+- fresh process, load + 1 query: ``pycsamt-lsp query --root COPY QUERY``
+  against ``python -m pycsamt.assistant.rag --root COPY query QUERY -k 10``;
+- our language server's settled RSS (index + package model loaded, warm start
+  on the persisted index; ``bench_server.Client``), sdist corpus only.
+
+Runs alternate (ours, reference, reference, ours, ...) so machine load is
+shared; medians of N repetitions (default 3, ``--quick`` 1). Ratios are ours /
+reference. Prints a table and writes JSON (``benchmarks/results/bench_build.json``).
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from measure import offline_env, run_measured
+from reference import (
+    REF_VERSION,
+    copy_corpus,
+    ensure_ref_venv,
+    ref_build,
+    ref_query_cli,
+)
+
+HOME_CACHE = Path.home() / ".cache/pycsamt-lsp"
+CORPORA = {
+    "sdist": HOME_CACHE / "pycsamt-2.6.4/pycsamt-2.6.4",
+    "checkout-docs": HOME_CACHE / "checkout/pycsamt-checkout",
+}
+QUERY = "rotate impedance tensor to strike"
+DEFAULT_OUT = Path(__file__).with_name("results") / "bench_build.json"
+FIGS = ("wall_s", "cpu_s", "maxrss_mb", "tree_peak_rss_mb")
+
+
+def our_cli() -> list[str]:
+    """Our console script next to this interpreter (else ``-m pycsamt_lsp``)."""
+    exe = Path(sys.executable).with_name("pycsamt-lsp")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "pycsamt_lsp"]
+
+
+def our_build(root: Path) -> dict[str, Any]:
+    """``pycsamt-lsp build --root ROOT --json`` from scratch (index removed)."""
+    shutil.rmtree(root / ".pycsamt_rag", ignore_errors=True)
+    res = run_measured(
+        [*our_cli(), "build", "--root", str(root), "--json"],
+        cwd=tempfile.gettempdir(),
+        env=offline_env(),
+    )
+    try:
+        res["report"] = json.loads(res["stdout"])
+        res["n_chunks"] = res["report"].get("n_chunks")
+    except json.JSONDecodeError:
+        res["n_chunks"] = None
+    return res
+
+
+def our_query(root: Path, text: str) -> dict[str, Any]:
+    """A fresh ``pycsamt-lsp query --root ROOT --json -k 10 TEXT`` process."""
+    res = run_measured(
+        [*our_cli(), "query", "--root", str(root), "--json", "-k", "10", text],
+        cwd=tempfile.gettempdir(),
+        env=offline_env(),
+    )
+    try:
+        hits = json.loads(res["stdout"])["results"]
+        res["top"] = hits[0]["label"] if hits else None
+    except (json.JSONDecodeError, KeyError):
+        res["top"] = None
+    return res
+
+
+def ref_query(root: Path, text: str) -> dict[str, Any]:
+    """The reference CLI's fresh ``query`` process (its text output parsed)."""
+    res = ref_query_cli(root, text, k=10)
+    res["top"] = res["hits"][0]["label"] if res["hits"] else None
+    return res
+
+
+def _slim(run: dict[str, Any]) -> dict[str, Any]:
+    keep = (*FIGS, "user_s", "sys_s", "returncode", "n_chunks", "top")
+    out = {k: run[k] for k in keep if k in run}
+    if run.get("returncode"):
+        out["stderr_tail"] = run.get("stderr", "")[-2000:]
+    return out
+
+
+def alternate(reps: int, ours, ref) -> tuple[list[dict], list[dict]]:
+    """Run ``ours()`` and ``ref()`` ``reps`` times each, alternating the order."""
+    a: list[dict] = []
+    b: list[dict] = []
+    for i in range(reps):
+        pair = (ours, ref) if i % 2 == 0 else (ref, ours)
+        for fn in pair:
+            (a if fn is ours else b).append(_slim(fn()))
+    return a, b
+
+
+def medians(runs: list[dict]) -> dict[str, float]:
+    """Median of each figure over successful runs."""
+    ok = [r for r in runs if r.get("returncode") == 0] or runs
+    return {f: statistics.median(r[f] for r in ok) for f in FIGS}
+
+
+def server_rss(root: Path) -> dict[str, float] | None:
+    """Our server's settled RSS, warm start on ROOT's persisted index."""
+    try:
+        from bench_server import Client
+    except ImportError as exc:  # pygls client missing: report, do not fail
+        return {"error": f"bench_server unavailable: {exc}"}
+
+    async def go() -> dict[str, float]:
+        c = Client()
+        with tempfile.TemporaryDirectory() as tmp:
+            start = await c.start(root, root / ".pycsamt_rag")
+            rss, peak = await c.settled_rss_mb(Path(tmp))
+            await c.stop()
+        return {"init_to_first_query_s": start, "rss_mb": rss, "peak_rss_mb": peak}
+
+    return asyncio.run(go())
+
+
+def bench_corpus(name: str, src: Path, tmp: Path, reps: int, server: bool) -> dict:
+    """Build and fresh-query figures for one corpus, ours and the reference."""
+    ours_copy = copy_corpus(src, tmp / f"{name}-ours")
+    ref_copy = copy_corpus(src, tmp / f"{name}-ref")
+    print(f"[{name}] build x{reps} each, alternating ...", flush=True)
+    ob, rb = alternate(reps, lambda: our_build(ours_copy), lambda: ref_build(ref_copy))
+    print(f"[{name}] fresh process load + 1 query x{reps} each ...", flush=True)
+    oq, rq = alternate(
+        reps, lambda: our_query(ours_copy, QUERY), lambda: ref_query(ref_copy, QUERY)
+    )
+    res: dict[str, Any] = {
+        "source": str(src),
+        "n_chunks": {"ours": ob[-1].get("n_chunks"), "ref": rb[-1].get("n_chunks")},
+        "build": {
+            "ours": medians(ob),
+            "ref": medians(rb),
+            "runs_ours": ob,
+            "runs_ref": rb,
+        },
+        "fresh_query": {
+            "ours": medians(oq),
+            "ref": medians(rq),
+            "runs_ours": oq,
+            "runs_ref": rq,
+            "query": QUERY,
+        },
+    }
+    if server:
+        print(f"[{name}] our server settled RSS ...", flush=True)
+        res["server"] = server_rss(ours_copy)
+    return res
+
+
+def ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def table(results: dict[str, Any]) -> str:
+    """The side-by-side table: ours, reference, ours / reference."""
+    rows = [
+        f"{'corpus':<14}{'measure':<30}{'ours':>12}{'reference':>12}{'ratio':>8}",
+        "-" * 76,
+    ]
+    units = {"wall_s": "s", "cpu_s": "s", "maxrss_mb": "MB", "tree_peak_rss_mb": "MB"}
+    for name, res in results["corpora"].items():
+        n = res["n_chunks"]
+        rows.append(f"{name:<14}{'chunks':<30}{n['ours']!s:>12}{n['ref']!s:>12}")
+        for part, label in (("build", "build"), ("fresh_query", "load + 1 query")):
+            o, r = res[part]["ours"], res[part]["ref"]
+            for f in FIGS:
+                what = f"{label} {f.rsplit('_', 1)[0].replace('_', ' ')}"
+                q = ratio(o[f], r[f])
+                rows.append(
+                    f"{'':<14}{what:<30}{o[f]:>9.2f} {units[f]:<2}{r[f]:>9.2f} "
+                    f"{units[f]:<2}{(f'{q:.2f}x' if q else '-'):>8}"
+                )
+        srv = res.get("server")
+        if srv and "rss_mb" in srv:
+            rows.append(
+                f"{'':<14}{'our server settled RSS':<30}{srv['rss_mb']:>9.1f} MB"
+                f"{'':>12}{'':>8}  (peak {srv['peak_rss_mb']:.1f} MB; goal < 100 MB)"
+            )
+        elif srv:
+            rows.append(f"{'':<14}our server: {srv.get('error')}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1 repetition")
+    ap.add_argument("--reps", type=int, help="repetitions (default 3, --quick 1)")
+    ap.add_argument(
+        "--corpus",
+        action="append",
+        metavar="NAME=PATH",
+        help="corpus to measure (repeatable; default: sdist and checkout-docs)",
+    )
+    ap.add_argument("--no-server", action="store_true", help="skip our server's RSS")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    a = ap.parse_args(argv)
+    reps = a.reps or (1 if a.quick else 3)
+    corpora = (
+        {k: Path(v).expanduser() for k, v in (c.split("=", 1) for c in a.corpus)}
+        if a.corpus
+        else CORPORA
+    )
+    ensure_ref_venv()
+    results: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "reps": reps,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "reference": f"pycsamt {REF_VERSION} (python -m pycsamt.assistant.rag)",
+        "corpora": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
+        for i, (name, src) in enumerate(corpora.items()):
+            server = not a.no_server and i == 0
+            results["corpora"][name] = bench_corpus(name, src, Path(tmp), reps, server)
+    print()
+    print(table(results))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(results, indent=1))
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
