@@ -12,6 +12,9 @@ from pycsamt_lsp.profile import load_profile
 from pycsamt_lsp.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
+# The project's own suites (tuning and frozen test splits, issue 14) are not
+# held to the bundled suites' 1.0.
+PROJECT_SUITES = {p.name for p in (REPO / "suites").rglob("*.jsonl")}
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +28,7 @@ def report(real_corpus, tmp_path_factory):
 
 @pytest.mark.corpus
 def test_bundled_suites_are_perfect(report):
-    bundled = {n: r for n, r in report["suites"].items() if n != "paraphrase.jsonl"}
+    bundled = {n: r for n, r in report["suites"].items() if n not in PROJECT_SUITES}
     assert len(bundled) >= 5
     for name, suite in bundled.items():
         m = suite["metrics"]

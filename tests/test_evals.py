@@ -742,7 +742,7 @@ WORKFLOWS = {
 
 
 def test_paraphrase_suite_structure():
-    recs = load_suite(PROJECT / "suites" / "paraphrase.jsonl")
+    recs = load_suite(PROJECT / "suites" / "tuning" / "paraphrase.jsonl")
     assert len(recs) >= 40
     for r in recs:
         assert r["expected_workflow"] in WORKFLOWS

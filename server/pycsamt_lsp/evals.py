@@ -270,14 +270,18 @@ def default_suite_paths(
     """The suites to run by default.
 
     The corpus's bundled ``<package>/assistant/evals/suites/*.jsonl`` when
-    present, then this project's ``suites/*.jsonl`` and ``tests/suites/*.jsonl``
+    present, then this project's ``suites/*.jsonl``, ``suites/tuning/*.jsonl``,
+    ``suites/test/*.jsonl`` and ``tests/suites/*.jsonl``
     (each group sorted by name, duplicates removed).
     """
     dirs: list[Path] = []
     if corpus_root is not None:
         dirs.append(Path(corpus_root) / package / "assistant" / "evals" / "suites")
     if project_root is not None:
-        dirs += [Path(project_root) / "suites", Path(project_root) / "tests" / "suites"]
+        suites = Path(project_root) / "suites"
+        # issue 14: the project's own suites are split into tuning/ and test/
+        dirs += [suites, suites / "tuning", suites / "test"]
+        dirs.append(Path(project_root) / "tests" / "suites")
     seen: set[Path] = set()
     out: list[Path] = []
     for d in dirs:

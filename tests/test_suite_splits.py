@@ -1,0 +1,203 @@
+"""The project's eval suites: a tuning split and a frozen test split (issue 14).
+
+A retrieval figure means something only on questions nobody tuned on, so the
+project's own suites live in two folders: ``suites/tuning/`` (recipes and
+expansions may be tuned on it) and ``suites/test/`` (written before any
+further tuning, frozen). These tests keep that separation honest: the suites
+parse and say which split they are, their ground truth names symbols that
+really exist in the pyCSAMT sdist (exact defining paths, as the harness
+scores them), and no test question is a near-copy of a tuning question or of
+a bundled eval question, so tuning on one cannot quietly tune on the other.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pycsamt_lsp.evals import load_suite
+from pycsamt_lsp.profile import load_profile
+from pycsamt_lsp.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+SUITES = REPO / "suites"
+TEST_DIR = SUITES / "test"
+TUNING_DIR = SUITES / "tuning"
+FROZEN_TEST = TEST_DIR / "frozen_test.jsonl"
+FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
+NEW_SUITES = (FROZEN_TEST, FRESH_TUNING)
+CATEGORIES = {"howto", "code", "vague_api", "conceptual", "troubleshooting", "no_vocab"}
+#: difflib ratio at or above which two questions count as the same question
+NEAR = 0.7
+#: the maintainer checkout (optional: its records are checked when present)
+CHECKOUT = Path(
+    os.environ.get(
+        "PYCSAMT_CHECKOUT",
+        Path.home() / ".cache" / "pycsamt-lsp" / "checkout" / "pycsamt-checkout",
+    )
+)
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+def near_pairs(
+    left: list[str], right: list[str], threshold: float = NEAR
+) -> list[tuple[float, str, str]]:
+    """Every (ratio, a, b) with ``SequenceMatcher(a, b).ratio() >= threshold``.
+
+    The cheap upper bounds (``real_quick_ratio``, ``quick_ratio``) skip most
+    pairs, so a few hundred by a few hundred questions stay well under a
+    second.
+    """
+    out = []
+    rights = [_norm(b) for b in right]
+    for a in left:
+        sm = difflib.SequenceMatcher(None, "", _norm(a), autojunk=False)
+        for b, nb in zip(right, rights, strict=True):
+            sm.set_seq1(nb)
+            if sm.real_quick_ratio() < threshold or sm.quick_ratio() < threshold:
+                continue
+            r = sm.ratio()
+            if r >= threshold:
+                out.append((round(r, 3), a, b))
+    return out
+
+
+def _queries(paths) -> list[str]:
+    return [r["query"] for p in paths for r in load_suite(p)]
+
+
+def _header(path: Path) -> str:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(ln for ln in lines if ln.startswith("#"))
+
+
+# ── structure ───────────────────────────────────────────────────────────────
+
+
+def test_both_splits_exist_and_parse():
+    assert sorted(p.name for p in TEST_DIR.glob("*.jsonl")) == ["frozen_test.jsonl"]
+    assert {"paraphrase.jsonl", "fresh_tuning.jsonl"} <= {
+        p.name for p in TUNING_DIR.glob("*.jsonl")
+    }
+    test = load_suite(FROZEN_TEST)
+    fresh = load_suite(FRESH_TUNING)
+    assert len(test) >= 120
+    assert 50 <= len(fresh) <= 80
+    # the paraphrase suite kept its records when it moved to the tuning split
+    assert len(load_suite(TUNING_DIR / "paraphrase.jsonl")) == 62
+
+
+@pytest.mark.parametrize("path", NEW_SUITES, ids=lambda p: p.name)
+def test_new_records_are_marked_and_have_ground_truth(path: Path):
+    split = path.parent.name
+    for rec in load_suite(path):
+        assert rec["split"] == split, rec
+        assert rec["category"] in CATEGORIES, rec
+        assert rec["expected_symbols"], rec
+        assert all(s.startswith("pycsamt.") for s in rec["expected_symbols"]), rec
+        assert isinstance(rec["in_checkout"], bool), rec
+
+
+def test_headers_record_date_and_the_freeze():
+    head = _header(FROZEN_TEST).lower()
+    assert "2026-12-01" in head
+    assert "before any" in head and "do not tune on it" in head
+    assert "2026-12-01" in _header(FRESH_TUNING)
+    assert "split: tuning" in _header(TUNING_DIR / "paraphrase.jsonl").lower()
+    readme = (SUITES / "README.md").read_text(encoding="utf-8")
+    assert "must not be tuned on" in readme
+
+
+def test_test_split_covers_every_kind_of_question():
+    per = Counter(r["category"] for r in load_suite(FROZEN_TEST))
+    assert set(per) == CATEGORIES
+    assert min(per.values()) >= 10, per
+    # questions without package vocabulary are the point, not an afterthought
+    assert per["no_vocab"] + per["conceptual"] + per["troubleshooting"] >= 35, per
+
+
+def test_queries_are_unique_within_the_new_splits():
+    for path in NEW_SUITES:
+        qs = [_norm(q) for q in _queries([path])]
+        assert len(qs) == len(set(qs)), path.name
+
+
+# ── no leakage between the splits ───────────────────────────────────────────
+
+
+def test_no_test_query_is_a_near_copy_of_a_tuning_query():
+    tuning = _queries(sorted(TUNING_DIR.glob("*.jsonl")))
+    hits = near_pairs(_queries([FROZEN_TEST]), tuning)
+    assert not hits, hits
+
+
+def test_no_two_test_queries_are_near_copies():
+    qs = _queries([FROZEN_TEST])
+    hits = [h for i, q in enumerate(qs) for h in near_pairs([q], qs[i + 1 :])]
+    assert not hits, hits
+
+
+@pytest.mark.corpus
+def test_new_queries_are_not_near_copies_of_bundled_suites(real_corpus):
+    bundled = sorted((real_corpus / "pycsamt/assistant/evals/suites").glob("*.jsonl"))
+    assert bundled
+    if (CHECKOUT / "pycsamt/assistant/evals/suites").is_dir():
+        bundled += sorted((CHECKOUT / "pycsamt/assistant/evals/suites").glob("*.jsonl"))
+    hits = near_pairs(_queries(NEW_SUITES), _queries(bundled))
+    assert not hits, hits
+
+
+def test_near_copy_detector_flags_a_planted_copy():
+    """The leakage checks above can fail: a reworded test query is caught."""
+    test = _queries([FROZEN_TEST])
+    planted = test[7].replace("how do I", "how can I").upper() + "?"
+    assert near_pairs([planted], test)
+    assert not near_pairs(["plot a borehole log"], test)
+
+
+# ── ground truth exists in the real package ─────────────────────────────────
+
+
+def _model(root: Path, tmp: Path):
+    ws = Workspace(root, load_profile(), index_dir=tmp)
+    return ws.ensure_model()
+
+
+@pytest.fixture(scope="module")
+def sdist_model(real_corpus, tmp_path_factory):
+    return _model(real_corpus, tmp_path_factory.mktemp("idx"))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", NEW_SUITES, ids=lambda p: p.name)
+def test_expected_symbols_exist_in_the_sdist(sdist_model, path: Path):
+    """Each expected symbol resolves to itself: it exists and is the defining
+    path (a re-export path would never match a retrieved chunk's symbol)."""
+    wrong = []
+    for rec in load_suite(path):
+        for sym in rec["expected_symbols"]:
+            res = sdist_model.resolve(sym)
+            if not (res.exists and res.target == sym):
+                wrong.append((sym, res.status, res.target, res.reason))
+    assert not wrong, wrong
+
+
+@pytest.mark.corpus
+def test_in_checkout_flag_matches_the_checkout(tmp_path):
+    if not (CHECKOUT / "pycsamt").is_dir():
+        pytest.skip(f"maintainer checkout not found at {CHECKOUT}")
+    model = _model(CHECKOUT, tmp_path)
+    mismatched = []
+    for path in NEW_SUITES:
+        for rec in load_suite(path):
+            ok = all(model.resolve(s).exists for s in rec["expected_symbols"])
+            if ok != rec["in_checkout"]:
+                mismatched.append((path.name, rec["query"], ok))
+    assert not mismatched, mismatched
