@@ -1,0 +1,483 @@
+"""Retrieval quality side by side: ``pycsamt-lsp`` against pyCSAMT 2.6.4's assistant.
+
+For every corpus (default: the sdist and the checkout with docs) both engines
+build their own index on their own copy of the corpus, then rank the same
+questions (top 10):
+
+- ours: ``pycsamt.query`` through the command registry, i.e. exactly what
+  ``pycsamt-lsp query --json`` returns, in one process (``--via-cli`` runs the
+  real CLI once per question instead);
+- the reference: ``build_retriever(root).search(q, k=10)``, the call its
+  ``query`` CLI makes, in one process of its own venv (``reference.py``).
+
+Questions are JSONL records (``#`` lines skipped): ``query``, optional
+``expected_symbols`` (dotted names), ``expected_workflow`` /
+``expected_retrieval_workflow``. Default: the corpus's own bundled suites
+(``pycsamt/assistant/evals/suites/*.jsonl``) and the project's ``suites/``.
+
+Metrics, per suite and overall (only records that carry the expectation):
+
+- MRR@10: 1 / rank of the first result matching ANY expected symbol (0 if none
+  in the top 10); ``mrr1@10`` does the same for the first listed symbol only;
+- hit@10: some expected symbol is in the top 10; recall@10: the fraction of
+  expected symbols found;
+- wf@10: the expected workflow is among the workflows of the top-10 chunks
+  (the reference harness's ``workflow_in_topk``);
+- top-1 has no symbol: how often rank 1 is a chunk without a symbol (recipe,
+  doc section), for the diagnosis in issue 14.
+
+Symbol matching (identical for both engines, :func:`symbol_matches`): a result
+matches an expected name E when its ``symbol`` S equals E, or ends with
+``"." + E`` (E given relative), or S and E share the last component and E's
+module is a prefix of S's module (E names a re-export such as
+``pycsamt.agents.StaticShiftAgent`` of ``pycsamt.agents.static_shift.
+StaticShiftAgent``). Chunks without a symbol (recipes, doc sections) never
+match; a method never matches its class. Both engines expose ``symbol`` per
+chunk (``null`` for prose), so no label or title parsing is involved.
+
+``--routing FILE`` scores intent / workflow / line accuracy on records with
+``expected_intent`` / ``expected_workflow`` / ``expected_line`` for the
+reference (its own harness: ``IntentRouter`` offline, its subject-workflow
+classifier, ``ProjectRegistry.from_default(root)``), and for ours through
+:func:`routing_accuracy` with any ``request -> decision`` callable; ours is
+asked via ``pycsamt-lsp ask --json --offline`` once a ``route`` object is in
+its output (see :func:`ours_decider`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bench_build import CORPORA, our_build, our_cli
+from measure import offline_env, run_measured
+from reference import (
+    REF_VERSION,
+    copy_corpus,
+    ensure_ref_venv,
+    load_jsonl,
+    ref_batch_query,
+    ref_build,
+    ref_route,
+)
+
+K = 10
+DEFAULT_OUT = Path(__file__).with_name("results") / "bench_quality.json"
+PROJECT_SUITES = Path(__file__).resolve().parents[1] / "suites"
+BUNDLED = "pycsamt/assistant/evals/suites"
+
+Decision = Mapping[str, Any]
+Decider = Callable[[str], Decision | None]
+
+# Our side in one process: the same command handler `pycsamt-lsp query --json`
+# calls, on the persisted index `pycsamt-lsp build` wrote.
+OUR_DRIVER = r"""
+import json, sys, time
+from pathlib import Path
+import pycsamt_lsp.api  # registers the commands, as the CLI does
+from pycsamt_lsp.commands import run_command
+from pycsamt_lsp.profile import load_profile
+from pycsamt_lsp.workspace import Workspace
+p = json.loads(sys.stdin.read())
+t0 = time.perf_counter()
+ws = Workspace(Path(p["root"]), load_profile(), index_dir=None)
+ws.open()
+out = {"load_s": time.perf_counter() - t0, "results": []}
+for q in p["queries"]:
+    t = time.perf_counter()
+    res = run_command("pycsamt.query", ws, {"query": q, "k": p["k"]})
+    out["results"].append({"query": q, "seconds": time.perf_counter() - t,
+                           "hits": res["results"]})
+json.dump(out, open(p["out"], "w", encoding="utf-8"))
+"""
+
+
+# -- matching and metrics -------------------------------------------------------
+
+
+def symbol_matches(got: str | None, expected: str) -> bool:
+    """True when result symbol ``got`` answers the expected dotted name."""
+    if not got:
+        return False
+    if got == expected or got.endswith("." + expected):
+        return True
+    g_mod, _, g_leaf = got.rpartition(".")
+    e_mod, _, e_leaf = expected.rpartition(".")
+    if not e_mod or g_leaf != e_leaf or not (g_mod + ".").startswith(e_mod + "."):
+        return False
+    # a re-export: what lies between must be modules (lower case), not a class
+    middle = g_mod[len(e_mod) :].strip(".").split(".")
+    return all(p[:1].islower() or p[:1] == "_" for p in middle)
+
+
+def first_rank(hits: list[dict[str, Any]], expected: Iterable[str]) -> int | None:
+    """1-based rank of the first hit matching any of ``expected`` in the top K."""
+    exp = list(expected)
+    for i, h in enumerate(hits[:K], 1):
+        if any(symbol_matches(h.get("symbol"), e) for e in exp):
+            return i
+    return None
+
+
+def score_record(rec: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-record figures (None where the record has no such expectation)."""
+    out: dict[str, Any] = {"query": rec["query"], "suite": rec.get("_suite")}
+    syms = rec.get("expected_symbols") or []
+    top = hits[:K]
+    if syms:
+        r = first_rank(top, syms)
+        r1 = first_rank(top, syms[:1])
+        found = sum(
+            1 for e in syms if any(symbol_matches(h.get("symbol"), e) for h in top)
+        )
+        out.update(
+            rank=r,
+            rr=1.0 / r if r else 0.0,
+            rr1=1.0 / r1 if r1 else 0.0,
+            hit=r is not None,
+            recall=found / len(syms),
+        )
+    wf = rec.get("expected_retrieval_workflow") or rec.get("expected_workflow")
+    if wf:
+        out["wf_in_top"] = wf in {h.get("workflow") for h in top}
+    out["top1_no_symbol"] = bool(top) and not top[0].get("symbol")
+    out["top"] = [h.get("symbol") or h.get("title") or h.get("label") for h in top[:3]]
+    return out
+
+
+def aggregate(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over the records that carry each expectation."""
+
+    def mean(key: str) -> float | None:
+        vals = [float(s[key]) for s in scored if key in s]
+        return sum(vals) / len(vals) if vals else None
+
+    return {
+        "n": len(scored),
+        "n_symbols": sum(1 for s in scored if "rr" in s),
+        "n_workflow": sum(1 for s in scored if "wf_in_top" in s),
+        "mrr@10": mean("rr"),
+        "mrr1@10": mean("rr1"),
+        "hit@10": mean("hit"),
+        "recall@10": mean("recall"),
+        "wf@10": mean("wf_in_top"),
+        "top1_no_symbol": mean("top1_no_symbol"),
+    }
+
+
+def by_suite(scored: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    suites: dict[str, list[dict[str, Any]]] = {}
+    for s in scored:
+        suites.setdefault(s["suite"] or "?", []).append(s)
+    out = {name: aggregate(v) for name, v in sorted(suites.items())}
+    out["ALL"] = aggregate(scored)
+    return out
+
+
+# -- routing --------------------------------------------------------------------
+
+ROUTE_FIELDS = (
+    ("intent", "expected_intent"),
+    ("workflow", "expected_workflow"),
+    ("line", "expected_line"),
+)
+
+
+def routing_accuracy(records: list[dict[str, Any]], decide: Decider) -> dict[str, Any]:
+    """Intent / workflow / line accuracy of ``decide`` (request -> decision).
+
+    A decision is a mapping with ``intent``, ``workflow`` and ``line`` (missing
+    keys count as None). As in the reference's harness, each accuracy is over
+    the records whose expected value is not null; ``None`` when there is none.
+    ``decide`` returning None for a record counts as all-None.
+    """
+    pairs: dict[str, list[tuple[Any, Any]]] = {f: [] for f, _ in ROUTE_FIELDS}
+    misses: list[dict[str, Any]] = []
+    for rec in records:
+        d = decide(rec["query"]) or {}
+        wrong = {}
+        for f, ef in ROUTE_FIELDS:
+            if rec.get(ef) is not None:
+                pairs[f].append((d.get(f), rec[ef]))
+                if d.get(f) != rec[ef]:
+                    wrong[f] = {"got": d.get(f), "expected": rec[ef]}
+        if wrong:
+            misses.append({"query": rec["query"], **wrong})
+    out: dict[str, Any] = {}
+    for f, _ in ROUTE_FIELDS:
+        p = pairs[f]
+        out[f"{f}_accuracy"] = sum(g == e for g, e in p) / len(p) if p else None
+        out[f"n_{f}"] = len(p)
+    out["misses"] = misses
+    return out
+
+
+def ref_decider(root: Path, records: list[dict[str, Any]]) -> tuple[Decider, dict]:
+    """The reference's decisions for ``records`` (one process) as a Decider."""
+    res = ref_route(root, records, k=K)
+    table = {d["query"]: d for d in res["decisions"]}
+    return table.get, res
+
+
+def ours_decider(root: Path, probe: str) -> Decider | None:
+    """Our routing via ``pycsamt-lsp ask --json --offline``, when it has one.
+
+    Hook for issue 15: the decision is read from a ``route`` object
+    (``{"intent", "workflow", "line", ...}``) in the ask JSON. Returns None
+    while ``ask`` reports no such object (checked once on ``probe``).
+    """
+
+    def ask(q: str) -> Decision | None:
+        proc = subprocess.run(
+            [*our_cli(), "ask", "--root", str(root), "--json", "--offline", q],
+            capture_output=True,
+            text=True,
+            env=offline_env(),
+            cwd=tempfile.gettempdir(),
+        )
+        try:
+            route = json.loads(proc.stdout).get("route")
+        except json.JSONDecodeError:
+            return None
+        return route if isinstance(route, dict) else None
+
+    return ask if ask(probe) is not None else None
+
+
+# -- running both engines ---------------------------------------------------------
+
+
+def our_batch(root: Path, queries: list[str], via_cli: bool) -> dict[str, Any]:
+    """Our ranked hits for every query (one process, or one CLI call each)."""
+    if not via_cli:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.json"
+            payload = json.dumps(
+                {"root": str(root), "queries": queries, "k": K, "out": str(out)}
+            )
+            res = run_measured(
+                [sys.executable, "-c", OUR_DRIVER],
+                stdin_text=payload,
+                cwd=tmp,
+                env=offline_env(),
+            )
+            if res["returncode"] == 0 and out.exists():
+                return json.loads(out.read_text(encoding="utf-8"))
+            print(
+                f"in-process driver failed, falling back to the CLI:\n{res['stderr'][-1500:]}"
+            )
+    results = []
+    for q in queries:
+        t = time.perf_counter()
+        proc = subprocess.run(
+            [*our_cli(), "query", "--root", str(root), "--json", "-k", str(K), q],
+            capture_output=True,
+            text=True,
+            env=offline_env(),
+            cwd=tempfile.gettempdir(),
+        )
+        hits = json.loads(proc.stdout)["results"] if proc.returncode == 0 else []
+        results.append({"query": q, "seconds": time.perf_counter() - t, "hits": hits})
+    return {"load_s": None, "results": results}
+
+
+def question_files(src: Path, extra: list[Path] | None) -> list[Path]:
+    """The given files, else the corpus's bundled suites and ours (not routing_*)."""
+    if extra:
+        return extra
+    ours = sorted(PROJECT_SUITES.rglob("*.jsonl"))
+    return sorted((src / BUNDLED).glob("*.jsonl")) + [
+        p for p in ours if not p.name.startswith("routing_")
+    ]
+
+
+def suite_name(path: Path) -> str:
+    """``test/frozen_test`` for our suites, ``bundled/phase`` for the corpus's."""
+    if PROJECT_SUITES in path.resolve().parents:
+        return path.resolve().relative_to(PROJECT_SUITES).with_suffix("").as_posix()
+    return (
+        f"{path.parent.name if path.parent.name != 'suites' else 'bundled'}/{path.stem}"
+    )
+
+
+def load_records(files: list[Path], *, checkout: bool = False) -> list[dict[str, Any]]:
+    """Records with a ``query``, tagged with their suite.
+
+    On a checkout corpus, records marked ``"in_checkout": false`` (their
+    symbols exist only in the sdist) are left out, for both engines alike.
+    """
+    recs = []
+    for f in files:
+        for r in load_jsonl(f):
+            if "query" not in r or (checkout and r.get("in_checkout") is False):
+                continue
+            recs.append({**r, "_suite": suite_name(f)})
+    return recs
+
+
+def bench_corpus(
+    name: str, src: Path, tmp: Path, a: argparse.Namespace
+) -> dict[str, Any]:
+    checkout = not (src / "PKG-INFO").exists()
+    records = load_records(question_files(src, a.questions), checkout=checkout)
+    queries = list(dict.fromkeys(r["query"] for r in records))
+    ours_copy = copy_corpus(src, tmp / f"{name}-ours")
+    ref_copy = copy_corpus(src, tmp / f"{name}-ref")
+    res0 = {"checkout_filter": checkout}
+    print(f"[{name}] building both indexes ...", flush=True)
+    ob, rb = our_build(ours_copy), ref_build(ref_copy)
+    for who, b in (("ours", ob), ("reference", rb)):
+        if b["returncode"] != 0:
+            raise RuntimeError(f"{who} build failed on {name}:\n{b['stderr'][-2000:]}")
+    print(f"[{name}] ranking {len(queries)} questions with both ...", flush=True)
+    ours = our_batch(ours_copy, queries, a.via_cli)
+    ref = ref_batch_query(ref_copy, queries, k=K)
+    o_hits = {r["query"]: r["hits"] for r in ours["results"]}
+    r_hits = {r["query"]: r["hits"] for r in ref["results"]}
+    o_scored = [score_record(r, o_hits[r["query"]]) for r in records]
+    r_scored = [score_record(r, r_hits[r["query"]]) for r in records]
+    res: dict[str, Any] = {
+        "source": str(src),
+        **res0,
+        "n_records": len(records),
+        "ours": by_suite(o_scored),
+        "ref": by_suite(r_scored),
+        "query_ms_p50": {
+            "ours": 1000 * statistics.median(r["seconds"] for r in ours["results"]),
+            "ref": 1000 * statistics.median(r["seconds"] for r in ref["results"]),
+        },
+        "records": [
+            {"query": o["query"], "suite": o["suite"], "ours": o, "ref": r}
+            for o, r in zip(o_scored, r_scored, strict=True)
+        ],
+    }
+    if a.routing:
+        routing = load_records(a.routing)
+        decide, raw = ref_decider(ref_copy, routing)
+        res["routing"] = {
+            "n_records": len(routing),
+            "ref": routing_accuracy(routing, decide),
+            "ref_own_metrics": raw["metrics"],
+            "ref_registry": raw.get("registry"),
+        }
+        # our scoring of the reference's decisions must equal its own harness's
+        own = raw["metrics"]
+        res["routing"]["ref_agrees_with_own_harness"] = all(
+            own.get(f"{f}_accuracy") == res["routing"]["ref"][f"{f}_accuracy"]
+            for f, _ in ROUTE_FIELDS
+            if res["routing"]["ref"][f"{f}_accuracy"] is not None
+        )
+        mine = ours_decider(ours_copy, routing[0]["query"]) if routing else None
+        res["routing"]["ours"] = routing_accuracy(routing, mine) if mine else None
+    return res
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def table(results: dict[str, Any]) -> str:
+    """Side by side per corpus and suite; n = records with symbols / workflow."""
+    head = f"{'corpus':<14}{'suite':<22}{'n':>8}  {'metric':<15}{'ours':>8}{'ref':>8}{'ours/ref':>10}{'ours-ref':>10}"
+    rows = [head, "-" * len(head)]
+    metrics = ("mrr@10", "mrr1@10", "hit@10", "recall@10", "wf@10", "top1_no_symbol")
+    for cname, res in results["corpora"].items():
+        for suite in res["ours"]:
+            o, r = res["ours"][suite], res["ref"][suite]
+            label, n = suite, f"{o['n_symbols']}/{o['n_workflow']}"
+            for m in metrics:
+                if o[m] is None and r[m] is None:
+                    continue
+                q = o[m] / r[m] if o[m] is not None and r[m] else None
+                d = o[m] - r[m] if o[m] is not None and r[m] is not None else None
+                rows.append(
+                    f"{cname:<14}{label:<22}{n:>8}  {m:<15}{_f(o[m]):>8}{_f(r[m]):>8}{_f(q):>10}{_f(d):>10}"
+                )
+                cname = label = n = ""
+        p = res["query_ms_p50"]
+        rows.append(
+            f"{'':<14}{'':<22}{'':>8}  {'query p50 ms':<15}{p['ours']:>8.2f}{p['ref']:>8.2f}"
+            "    (in process; ours includes labels and snippets)"
+        )
+        rt = res.get("routing")
+        if rt:
+            for f, _ in ROUTE_FIELDS:
+                ours = rt["ours"][f"{f}_accuracy"] if rt["ours"] else None
+                ref = rt["ref"][f"{f}_accuracy"]
+                n = str(rt["ref"]["n_" + f])
+                rows.append(
+                    f"{'':<14}{'routing':<22}{n:>8}  {f + ' acc':<15}{_f(ours):>8}{_f(ref):>8}"
+                )
+            if not rt.get("ref_agrees_with_own_harness", True):
+                rows.append(
+                    f"{'':<46}WARNING: differs from the reference harness's own metrics"
+                )
+            if not rt["ours"]:
+                rows.append(f"{'':<46}ours: `ask --json` has no `route` object yet")
+            if not rt.get("ref_registry"):
+                rows.append(
+                    f"{'':<46}ref: no projects/*.yml registry in this corpus (line = None)"
+                )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--questions", type=Path, action="append", help="JSONL file (repeatable)"
+    )
+    ap.add_argument(
+        "--routing",
+        type=Path,
+        action="append",
+        help="JSONL with expected_intent/workflow/line (repeatable)",
+    )
+    ap.add_argument(
+        "--corpus",
+        action="append",
+        metavar="NAME=PATH",
+        help="repeatable; default sdist and checkout-docs",
+    )
+    ap.add_argument(
+        "--via-cli",
+        action="store_true",
+        help="ours: one `pycsamt-lsp query --json` process per question",
+    )
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    a = ap.parse_args(argv)
+    corpora = (
+        {k: Path(v).expanduser() for k, v in (c.split("=", 1) for c in a.corpus)}
+        if a.corpus
+        else CORPORA
+    )
+    ensure_ref_venv()
+    results: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "k": K,
+        "reference": f"pycsamt {REF_VERSION} (build_retriever(root).search)",
+        "questions": [str(p) for p in a.questions]
+        if a.questions
+        else "bundled suites + suites/",
+        "corpora": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-quality-") as tmp:
+        for name, src in corpora.items():
+            results["corpora"][name] = bench_corpus(name, src, Path(tmp), a)
+    print()
+    print(table(results))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(results, indent=1, default=str))
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
