@@ -13,20 +13,38 @@ import {
   statsCommand,
   validateCommand,
 } from './common/commands';
+import * as path from 'node:path';
 import { ClientCommands, OUTPUT_CHANNEL_NAME } from './common/constants';
+import { WHEEL_DIR } from './common/install';
 import { resolveLocation } from './common/format';
 import { onDidChangeSelectedInterpreter } from './common/python';
+import { pycsamtProjectReason } from './common/relevance';
 import { ServerManager } from './common/server';
-import { classifyChange, readPythonSetting } from './common/settings';
+import { classifyChange, readInitializationOptions, readPythonSetting } from './common/settings';
 import { IndexStatus } from './common/status';
-import { createOutputChannel, onDidChangeConfiguration, registerCommand } from './common/vscodeapi';
+import {
+  createOutputChannel,
+  getWorkspaceFolders,
+  onDidChangeConfiguration,
+  openDocumentTexts,
+  registerCommand,
+} from './common/vscodeapi';
 
 let manager: ServerManager | undefined;
 
 export async function activate(context: ExtensionContext): Promise<{ manager: ServerManager }> {
   const output = createOutputChannel(OUTPUT_CHANNEL_NAME);
   const status = new IndexStatus();
-  const server = new ServerManager(output, status);
+  const server = new ServerManager(output, status, undefined, {
+    storageDir: context.globalStorageUri.fsPath,
+    wheelDir: path.join(context.extensionPath, WHEEL_DIR),
+    projectReason: () =>
+      pycsamtProjectReason({
+        settings: [readPythonSetting(), readInitializationOptions().corpusRoot],
+        folders: getWorkspaceFolders().map((f) => f.uri.fsPath),
+        documents: openDocumentTexts('python'),
+      }),
+  });
   manager = server;
   const askView: AskView = new AskView({
     openCitation: (c, root) => openSourceLocation(server, resolveLocation(c, root), `citation [${c.n}]`),
@@ -44,6 +62,7 @@ export async function activate(context: ExtensionContext): Promise<{ manager: Se
     registerCommand(ClientCommands.rebuild, () => rebuildCommand(server)),
     registerCommand(ClientCommands.stats, () => statsCommand(server)),
     registerCommand(ClientCommands.validate, (arg?: { code?: string }) => validateCommand(server, arg)),
+    registerCommand(ClientCommands.installServer, () => server.installCommand()),
     registerCommand(ClientCommands.restart, () => server.restart('requested by the user')),
   );
 

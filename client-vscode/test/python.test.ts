@@ -149,7 +149,10 @@ describe('is the server package installed?', () => {
       { ok: false, reason: 'missing', detail: '' },
     );
     assert.match(msg, /not installed in "\/usr\/bin\/python3"/);
-    assert.match(msg, /pip install pycsamt-lsp/);
+    assert.doesNotMatch(msg, /pip install pycsamt-lsp/); // it is not on PyPI
+    assert.match(msg, /python -m build/);
     assert.match(msg, /pycsamt\.server\.python/);
+    const offer = packageProblemMessage({ command: ['python3'], source: 'default' }, { ok: false, reason: 'missing', detail: '' }, true);
+    assert.match(offer, /Install the server the extension carries into a private environment/);
   });
 });

@@ -27,7 +27,7 @@ describe('server command line', () => {
     });
   });
 
-  it('documents: python, markdown, restructuredtext', () => {
+  it('documents: python, and python fences in markdown and restructuredtext', () => {
     const langs = new Set(DOCUMENT_SELECTOR.map((d) => d.language));
     assert.deepEqual([...langs].sort(), ['markdown', 'python', 'restructuredtext']);
   });
@@ -59,6 +59,8 @@ describe('ServerManager', () => {
       openaiModel: 'gpt-4o-mini',
       logLevel: 'info',
       diagnosticsSeverity: 'error',
+      watch: 'auto',
+      debounceMs: 250,
     });
     assert.equal(client.clientOptions.outputChannel, output);
     // the server says the index is ready: the client fetches the stats for the root
@@ -78,14 +80,15 @@ describe('ServerManager', () => {
     assert.equal(lc.clients[0].requests.at(-1).method, 'workspace/executeCommand');
   });
 
-  it('a missing server package: error with a button that opens the setting; no client', async () => {
+  it('a missing server package and no bundled wheel: error with a button that opens the setting; no client', async () => {
     const { m, item } = manager(async () => ({ ok: false, reason: 'missing', detail: "No module named 'pycsamt_lsp'" }) as any);
     vs.messageAnswers.push('Open Setting');
     await m.start();
     await flush();
     assert.equal(lc.clients.length, 0);
     assert.equal(vs.messages[0].level, 'error');
-    assert.match(vs.messages[0].text, /server package is not installed in "python3"/);
+    assert.match(vs.messages[0].text, /server package pycsamt-lsp is not installed in "python3"/);
+    assert.doesNotMatch(vs.messages[0].text, /pip install pycsamt-lsp/); // not on PyPI
     assert.deepEqual(vs.messages[0].items, ['Open Setting', 'Show Output']);
     assert.deepEqual(vs.commandsRun[0], ['workbench.action.openSettings', 'pycsamt.server.python']);
     assert.equal(item.text, '$(error) pyCSAMT: error');
@@ -133,5 +136,129 @@ describe('ServerManager', () => {
     assert.equal(lc.clients.length, 2);
     assert.equal(lc.clients[0].state, 1);
     assert.equal(lc.clients[1].state, 2);
+  });
+});
+
+describe('ServerManager: installing the bundled server', () => {
+  beforeEach(resetStubs);
+  const WHEEL_DIR = '/ext/server-wheel';
+  const STORAGE = '/gs';
+  const PRIVATE = '/gs/server-venv/bin/python';
+
+  /** A manager whose wheel dir holds a real file listing (a temp folder). */
+  function installable(opts: { reason?: string; privateHasServer?: () => boolean; run?: any } = {}) {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wheel-'));
+    fs.writeFileSync(path.join(dir, 'pycsamt_lsp-0.1.0-py3-none-any.whl'), '');
+    let installed = false;
+    const runs: string[][] = [];
+    const run =
+      opts.run ??
+      (async (file: string, args: string[]) => {
+        runs.push([file, ...args]);
+        if (args.some((a) => a.includes('sys.version_info'))) return { code: 0, stdout: '3.11', stderr: '' };
+        if (args.includes('install')) installed = true;
+        return { code: 0, stdout: '0.1.0', stderr: '' };
+      });
+    const output = fakeOutput();
+    const status = new IndexStatus();
+    const checked: string[][] = [];
+    const has = opts.privateHasServer ?? (() => installed);
+    const m = new ServerManager(
+      output,
+      status,
+      async (cmd) => {
+        checked.push(cmd);
+        return cmd[0] === PRIVATE && has()
+          ? { ok: true as const, version: '0.1.0' }
+          : ({ ok: false, reason: 'missing', detail: "No module named 'pycsamt_lsp'" } as any);
+      },
+      {
+        storageDir: STORAGE,
+        wheelDir: dir,
+        projectReason: () => (opts.reason === undefined ? 'a pycsamt.* setting is set' : opts.reason || undefined),
+        run,
+        exists: (p: string) => p === PRIVATE && (installed || has()),
+      },
+    );
+    void WHEEL_DIR;
+    return { m, output, status, checked, runs, item: vs.statusItems.at(-1), wheelDir: dir };
+  }
+
+  it('in a pyCSAMT project: offers to install; Install creates the venv, pip-installs the wheel, starts the server from it', async () => {
+    vs.config['pycsamt.server.python'] = '/bare/bin/python';
+    const { m, runs, output, item } = installable();
+    vs.messageAnswers.push('Install');
+    await m.start();
+    await flush(20);
+    const offer = vs.messages[0];
+    assert.equal(offer.level, 'warning');
+    assert.match(offer.text, /not installed in "\/bare\/bin\/python" \(setting pycsamt\.server\.python\)/);
+    assert.match(offer.text, /Install the server the extension carries into a private environment/);
+    assert.deepEqual(offer.items, ['Install', 'Open Setting', 'Show Output']);
+    // progress notification, then the steps, with the chosen Python creating the venv
+    const progress = vs.calls.find((c: any[]) => c[0] === 'withProgress');
+    assert.equal(progress[1].location, 15);
+    assert.ok(vs.calls.some((c: any[]) => c[0] === 'progress.report' && /offline/.test(c[1].message)));
+    assert.deepEqual(runs[1], ['/bare/bin/python', '-m', 'venv', '--clear', '/gs/server-venv']);
+    assert.ok(runs.some((r) => r[0] === PRIVATE && r.includes('--no-index')));
+    // then the server runs from the private environment
+    assert.equal(lc.clients.length, 1);
+    assert.equal(lc.clients[0].serverOptions.command, PRIVATE);
+    assert.match(vs.messages.at(-1).text, /the server is installed in \/gs\/server-venv \(offline\)/);
+    assert.match(output.lines.join('\n'), /using the private environment/);
+    assert.notEqual(item.text, '$(cloud-download) pyCSAMT: server not installed');
+  });
+
+  it('in an unrelated project: no popup, a quiet status bar item that installs on click', async () => {
+    const { m, output, item } = installable({ reason: '' });
+    await m.start();
+    await flush();
+    assert.equal(vs.messages.length, 0);
+    assert.equal(lc.clients.length, 0);
+    assert.equal(item.text, '$(cloud-download) pyCSAMT: server not installed');
+    assert.equal(item.command, 'pycsamt.client.installServer');
+    assert.equal(item.backgroundColor, undefined);
+    assert.match(output.lines.join('\n'), /Not a pyCSAMT project/);
+    // a pyCSAMT command is an explicit request: now it offers the install
+    await assert.rejects(m.execute('pycsamt.query', {}), /not running/);
+    assert.equal(vs.messages.length, 1);
+    assert.deepEqual(vs.messages[0].items, ['Install', 'Open Setting', 'Show Output']);
+  });
+
+  it('the install command installs without asking, then starts', async () => {
+    const { m } = installable({ reason: '' });
+    await m.start();
+    await m.installCommand();
+    await flush(20);
+    assert.equal(lc.clients.length, 1);
+    assert.equal(lc.clients[0].serverOptions.command, PRIVATE);
+  });
+
+  it('an earlier install is used silently when the chosen Python lacks the server', async () => {
+    const { m, checked } = installable({ privateHasServer: () => true });
+    await m.start();
+    await flush();
+    assert.equal(vs.messages.length, 0);
+    assert.deepEqual(checked, [['python3'], [PRIVATE]]);
+    assert.equal(lc.clients[0].serverOptions.command, PRIVATE);
+  });
+
+  it('a failed install says why and keeps the server stopped', async () => {
+    const run = async (_f: string, args: string[]) => {
+      if (args.some((a) => a.includes('sys.version_info'))) return { code: 0, stdout: '3.11', stderr: '' };
+      if (args.includes('install')) return { code: 1, stdout: '', stderr: 'ERROR: No matching distribution found for numpy>=1.26' };
+      return { code: 0, stdout: '', stderr: '' };
+    };
+    const { m, item } = installable({ run });
+    vs.messageAnswers.push('Install');
+    await m.start();
+    await flush(20);
+    assert.equal(lc.clients.length, 0);
+    const err = vs.messages.find((x: any) => x.level === 'error');
+    assert.match(err.text, /"numpy>=1\.26" could not be fetched from the package index/);
+    assert.equal(item.text, '$(error) pyCSAMT: error');
   });
 });

@@ -37,5 +37,6 @@ export const ClientCommands = {
   rebuild: 'pycsamt.client.rebuild',
   stats: 'pycsamt.client.stats',
   validate: 'pycsamt.client.validate',
+  installServer: 'pycsamt.client.installServer',
   restart: 'pycsamt.restart',
 } as const;

@@ -13,7 +13,8 @@ import { execFile } from 'node:child_process';
 import { DEFAULT_PYTHON, SERVER_MODULE } from './constants';
 import { getExtension } from './vscodeapi';
 
-export type InterpreterSource = 'setting' | 'python-envs' | 'python-extension' | 'default';
+/** `private`: the extension's own environment, where it installed its bundled server. */
+export type InterpreterSource = 'setting' | 'python-envs' | 'python-extension' | 'default' | 'private';
 
 export interface Interpreter {
   /** Executable followed by any leading arguments (e.g. `conda run -n env python`). */
@@ -33,6 +34,7 @@ export const SOURCE_LABELS: Readonly<Record<InterpreterSource, string>> = {
   'python-envs': 'Python Environments extension',
   'python-extension': 'Python extension',
   default: 'default',
+  private: "the extension's private environment",
 };
 
 function nonEmpty(cmd: string[] | undefined): cmd is string[] {
@@ -194,16 +196,27 @@ export function checkServerPackage(
   });
 }
 
-/** The message shown when the server cannot start from the chosen interpreter. */
-export function packageProblemMessage(interp: Interpreter, check: Exclude<PackageCheck, { ok: true }>): string {
+/**
+ * The message shown when the server cannot start from the chosen interpreter. The
+ * server is not on PyPI: the fix offered is the wheel the extension carries
+ * (`canInstall`), or a Python that has the package.
+ */
+export function packageProblemMessage(
+  interp: Interpreter,
+  check: Exclude<PackageCheck, { ok: true }>,
+  canInstall = false,
+): string {
   const py = interp.command.join(' ');
   const from = SOURCE_LABELS[interp.source];
+  const offer = canInstall
+    ? ' Install the server the extension carries into a private environment, or set "pycsamt.server.python" to a Python that has it.'
+    : ' Set "pycsamt.server.python" to a Python that has it (pip install a pycsamt_lsp wheel built with `python -m build`).';
   switch (check.reason) {
     case 'not-found':
-      return `pyCSAMT LSP: the Python interpreter "${py}" (${from}) was not found. Set "pycsamt.server.python" to a Python that has pycsamt-lsp installed.`;
+      return `pyCSAMT LSP: the Python interpreter "${py}" (${from}) was not found.${offer}`;
     case 'missing':
-      return `pyCSAMT LSP: the server package is not installed in "${py}" (${from}). Install it with \`${py} -m pip install pycsamt-lsp\` or set "pycsamt.server.python" to a Python that has it.`;
+      return `pyCSAMT LSP: the server package pycsamt-lsp is not installed in "${py}" (${from}).${offer}`;
     default:
-      return `pyCSAMT LSP: "${py} -c 'import ${SERVER_MODULE}'" failed (${from}): ${check.detail}`;
+      return `pyCSAMT LSP: "${py} -c 'import ${SERVER_MODULE}'" failed (${from}): ${check.detail}.${offer}`;
   }
 }

@@ -14,7 +14,25 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { CLIENT_ID, CLIENT_NAME, CONFIG_SECTION, INDEX_STATE_NOTIFICATION, SERVER_ARGS, ServerCommands } from './constants';
+import {
+  CLIENT_ID,
+  CLIENT_NAME,
+  CONFIG_SECTION,
+  DEFAULT_PYTHON,
+  INDEX_STATE_NOTIFICATION,
+  SERVER_ARGS,
+  ServerCommands,
+} from './constants';
+import {
+  findBundledWheel,
+  installServer,
+  runProcess,
+  VENV_DIR,
+  venvPython,
+  type BundledWheel,
+  type InstallResult,
+  type RunFn,
+} from './install';
 import type { IndexStateParams, StatsResponse } from './protocol';
 import {
   checkServerPackage,
@@ -33,7 +51,16 @@ import {
   type InitializationOptions,
 } from './settings';
 import { IndexStatus, stateFromNotification, stateFromProgress, stateFromStats, type WorkDoneValue } from './status';
-import { executeCommand, getWorkspaceFolders, showErrorMessage } from './vscodeapi';
+import {
+  executeCommand,
+  getWorkspaceFolders,
+  showErrorMessage,
+  showInformationMessage,
+  showWarningMessage,
+  withProgressMessages,
+} from './vscodeapi';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 export const DOCUMENT_SELECTOR = [
   { scheme: 'file', language: 'python' },
@@ -43,6 +70,7 @@ export const DOCUMENT_SELECTOR = [
 ];
 
 const OPEN_SETTING = 'Open Setting';
+const INSTALL = 'Install';
 const STATS_FALLBACK_MS = 5000;
 const SHOW_OUTPUT = 'Show Output';
 
@@ -79,17 +107,48 @@ export class ServerNotRunningError extends Error {
   }
 }
 
+/** Where the extension keeps its server, and how it decides to ask. */
+export interface ServerInstallContext {
+  /** The extension's global storage folder (the private environment goes here). */
+  storageDir: string;
+  /** `<extension>/server-wheel`. */
+  wheelDir: string;
+  /** Why the workspace is a pyCSAMT project, or undefined (then never a popup). */
+  projectReason: () => string | undefined;
+  run?: RunFn;
+  exists?: (p: string) => boolean;
+}
+
+/** Why the last start did not run the server (for the install command). */
+interface MissingServer {
+  interp: Interpreter;
+  check: Exclude<PackageCheck, { ok: true }>;
+}
+
 export class ServerManager implements ServerApi {
   private client: LanguageClient | undefined;
   private root: string | undefined;
   private queue: Promise<void> = Promise.resolve();
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
+  private missing: MissingServer | undefined;
+  private installing: Promise<InstallResult | undefined> | undefined;
 
   constructor(
     readonly output: LogOutputChannel,
     private readonly status: IndexStatus,
     private readonly checkPackage: (command: string[]) => Promise<PackageCheck> = checkServerPackage,
+    private readonly install?: ServerInstallContext,
   ) {}
+
+  /** The server wheel the extension carries, if any. */
+  bundledWheel(): BundledWheel | undefined {
+    return this.install ? findBundledWheel(this.install.wheelDir) : undefined;
+  }
+
+  /** The private environment's interpreter (it may not exist yet). */
+  privatePython(): string | undefined {
+    return this.install ? venvPython(path.join(this.install.storageDir, VENV_DIR)) : undefined;
+  }
 
   get running(): boolean {
     return this.client?.state === State.Running;
@@ -143,27 +202,29 @@ export class ServerManager implements ServerApi {
   private async doStart(): Promise<void> {
     this.status.set({ state: 'starting' });
     const resource = getWorkspaceFolders()[0]?.uri;
-    const interp = await resolveInterpreter({
+    let interp = await resolveInterpreter({
       setting: readPythonSetting,
       pythonEnvs: pythonEnvsProvider(resource, (l) => this.log(l)),
       pythonExtension: pythonExtensionProvider(resource, (l) => this.log(l)),
       log: (l) => this.log(l),
     });
-    const check = await this.checkPackage(interp.command);
+    let check = await this.checkPackage(interp.command);
     if (!check.ok) {
-      const msg = packageProblemMessage(interp, check);
-      this.log(msg);
-      this.status.set({ state: 'error', message: msg });
-      void showErrorMessage(msg, OPEN_SETTING, SHOW_OUTPUT).then((choice) => {
-        if (choice === OPEN_SETTING) {
-          void executeCommand('workbench.action.openSettings', `${CONFIG_SECTION}.server.python`);
-        } else if (choice === SHOW_OUTPUT) {
-          this.output.show(true);
-        }
-      });
+      const priv = await this.privateServer(check);
+      if (priv) {
+        interp = priv.interp;
+        check = priv.check;
+      }
+    }
+    if (!check.ok) {
+      this.missing = { interp, check };
+      this.reportMissing(this.missing, false);
       return;
     }
-    const options = readInitializationOptions();
+    this.missing = undefined;
+    const problems: string[] = [];
+    const options = readInitializationOptions(problems);
+    problems.forEach((p) => this.output.warn(p));
     const { command, args } = serverCommandLine(interp);
     this.log(`Starting: ${command} ${args.join(' ')} (pycsamt_lsp ${check.version || 'unknown version'})`);
     this.log(`initializationOptions: ${JSON.stringify(options)}`);
@@ -226,9 +287,12 @@ export class ServerManager implements ServerApi {
       const msg = `pyCSAMT LSP: the server failed to start: ${errorMessage(err)}`;
       this.log(msg);
       this.status.set({ state: 'error', message: msg });
-      void showErrorMessage(msg, SHOW_OUTPUT).then((c) => c && this.output.show(true));
+      if (this.install?.projectReason() ?? true) {
+        void showErrorMessage(msg, SHOW_OUTPUT).then((c) => c && this.output.show(true));
+      }
       return;
     }
+    this.runningFrom = command;
     this.log('Server started.');
     // a server that sends neither progress nor pycsamt/indexState: ask for its stats
     const timer = setTimeout(() => {
@@ -237,6 +301,129 @@ export class ServerManager implements ServerApi {
       }
     }, STATS_FALLBACK_MS);
     timer.unref?.();
+  }
+
+  /**
+   * The private environment, when the chosen Python lacks the server and an earlier
+   * install put the bundled version there.
+   */
+  private async privateServer(
+    failed: Exclude<PackageCheck, { ok: true }>,
+  ): Promise<{ interp: Interpreter; check: PackageCheck } | undefined> {
+    const py = this.privatePython();
+    const exists = this.install?.exists ?? ((p: string) => fs.existsSync(p));
+    if (!py || !exists(py)) {
+      return undefined;
+    }
+    const check = await this.checkPackage([py]);
+    const wheel = this.bundledWheel();
+    if (check.ok && (!wheel || !check.version || check.version === wheel.version)) {
+      this.log(`  - the chosen Python lacks the server (${failed.detail}); using the private environment ${py}`);
+      return { interp: { command: [py], source: 'private' }, check };
+    }
+    this.log(
+      `  - private environment ${py}: ${check.ok ? `pycsamt_lsp ${check.version}, the extension carries ${wheel?.version}` : check.detail}`,
+    );
+    return undefined;
+  }
+
+  /**
+   * The chosen Python lacks the server: say so in the status bar and the log; in a
+   * pyCSAMT project (or when `explicit`, i.e. the user asked) also offer to install
+   * the bundled server.
+   */
+  private reportMissing(m: MissingServer, explicit: boolean): void {
+    const wheel = this.bundledWheel();
+    const msg = packageProblemMessage(m.interp, m.check, wheel !== undefined);
+    this.log(msg);
+    this.status.set({ state: wheel ? 'missing' : 'error', message: msg });
+    const reason = explicit ? 'requested' : this.install ? this.install.projectReason() : 'no project check';
+    if (!reason) {
+      this.log(
+        'Not a pyCSAMT project (no pycsamt setting, package or import): not interrupting. ' +
+          'Run "pyCSAMT: Install Server" or click the status bar item to install the server.',
+      );
+      return;
+    }
+    if (!wheel) {
+      void showErrorMessage(msg, OPEN_SETTING, SHOW_OUTPUT).then((choice) => this.onChoice(choice));
+      return;
+    }
+    void showWarningMessage(msg, INSTALL, OPEN_SETTING, SHOW_OUTPUT).then((choice) => this.onChoice(choice));
+  }
+
+  private onChoice(choice: string | undefined): void {
+    if (choice === INSTALL) {
+      void this.installAndStart();
+    } else if (choice === OPEN_SETTING) {
+      void executeCommand('workbench.action.openSettings', `${CONFIG_SECTION}.server.python`);
+    } else if (choice === SHOW_OUTPUT) {
+      this.output.show(true);
+    }
+  }
+
+  /**
+   * "pyCSAMT: Install Server" and the status bar item: install when the server is
+   * missing, else say where it runs from.
+   */
+  async installCommand(): Promise<void> {
+    await this.queue;
+    if (this.running) {
+      void showInformationMessage(`pyCSAMT LSP: the server is running (${this.runningFrom ?? 'unknown interpreter'}).`);
+      return;
+    }
+    await this.installAndStart();
+  }
+
+  private runningFrom: string | undefined;
+
+  /** Install the bundled wheel into the private environment (with progress), then start. */
+  installAndStart(): Promise<InstallResult | undefined> {
+    if (this.installing) {
+      return this.installing;
+    }
+    const ctx = this.install;
+    const wheel = this.bundledWheel();
+    if (!ctx || !wheel) {
+      const msg = 'pyCSAMT LSP: this build of the extension carries no server wheel; set "pycsamt.server.python" to a Python that has pycsamt-lsp.';
+      this.log(msg);
+      void showErrorMessage(msg, OPEN_SETTING).then((c) => this.onChoice(c));
+      return Promise.resolve(undefined);
+    }
+    const venv = path.join(ctx.storageDir, VENV_DIR);
+    // the Python that creates the environment: the chosen one when it runs, else python3
+    const m = this.missing;
+    const base = m && m.check.reason !== 'not-found' ? m.interp.command : [DEFAULT_PYTHON];
+    this.log(`Installing the bundled server ${path.basename(wheel.path)} into ${venv} (with ${base.join(' ')})`);
+    const task = withProgressMessages('pyCSAMT LSP: installing the server', (report) =>
+      installServer({
+        basePython: base,
+        venv,
+        wheel,
+        run: ctx.run ?? runProcess,
+        exists: ctx.exists,
+        log: (l) => this.log(l),
+        progress: (p) => {
+          this.log(`[install] ${p}`);
+          report(p);
+        },
+      }),
+    ).then(async (result) => {
+      if (result.ok) {
+        const how = result.source === 'offline' ? 'offline' : 'dependencies from the package index';
+        void showInformationMessage(`pyCSAMT LSP: the server is installed in ${venv} (${how}); starting it.`);
+        await this.restart('the server was installed');
+      } else {
+        this.log(result.message);
+        this.status.set({ state: 'error', message: result.message });
+        void showErrorMessage(result.message, SHOW_OUTPUT, OPEN_SETTING).then((c) => this.onChoice(c));
+      }
+      return result;
+    });
+    this.installing = Promise.resolve(task).finally(() => {
+      this.installing = undefined;
+    });
+    return this.installing;
   }
 
   private async doStop(): Promise<void> {
@@ -263,6 +450,10 @@ export class ServerManager implements ServerApi {
   async execute<T>(command: string, arg: object): Promise<T> {
     const client = this.client;
     if (!client || client.state !== State.Running) {
+      if (this.missing && !this.installing) {
+        // the user asked for something the server does: offer the install now
+        this.reportMissing(this.missing, true);
+      }
       throw new ServerNotRunningError();
     }
     return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] })) as T;

@@ -8,7 +8,8 @@ import { ClientCommands } from './constants';
 import type { IndexStateParams, StatsResponse } from './protocol';
 import { createStatusBarItem, themeColor } from './vscodeapi';
 
-export type IndexStateName = 'starting' | 'building' | 'ready' | 'stale' | 'error' | 'stopped';
+/** `missing`: the chosen Python lacks the server (click the item to install it). */
+export type IndexStateName = 'starting' | 'building' | 'ready' | 'stale' | 'error' | 'stopped' | 'missing';
 
 export interface IndexState {
   state: IndexStateName;
@@ -24,6 +25,7 @@ const ICONS: Record<IndexStateName, string> = {
   stale: '$(warning)',
   error: '$(error)',
   stopped: '$(circle-slash)',
+  missing: '$(cloud-download)',
 };
 
 function clampPercent(p: unknown): number | undefined {
@@ -47,6 +49,9 @@ export function statusText(s: IndexState): string {
       body = p !== undefined && p < 100 ? `stale · updating ${p}%` : 'stale';
       break;
     }
+    case 'missing':
+      body = 'server not installed';
+      break;
     default:
       body = s.state;
   }
@@ -58,11 +63,11 @@ export function statusTooltip(s: IndexState): string {
   if (s.message) {
     lines.push(s.message);
   }
-  lines.push('Click to show the index stats');
+  lines.push(s.state === 'missing' ? 'Click to install the server' : 'Click to show the index stats');
   return lines.join('\n');
 }
 
-const KNOWN: readonly IndexStateName[] = ['starting', 'building', 'ready', 'stale', 'error', 'stopped'];
+const KNOWN: readonly IndexStateName[] = ['starting', 'building', 'ready', 'stale', 'error', 'stopped', 'missing'];
 
 /** Map a `pycsamt/indexState` notification to a state. */
 export function stateFromNotification(p: IndexStateParams): IndexState {
@@ -130,6 +135,7 @@ export class IndexStatus {
   }
 
   private render(): void {
+    this.item.command = this.current.state === 'missing' ? ClientCommands.installServer : ClientCommands.stats;
     this.item.text = statusText(this.current);
     this.item.tooltip = statusTooltip(this.current);
     this.item.accessibilityInformation = { label: statusText(this.current).replace(/^\$\([^)]*\)\s*/, ''), role: 'button' };

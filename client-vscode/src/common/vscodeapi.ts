@@ -115,3 +115,15 @@ export function themeColor(id: string): vscode.ThemeColor {
 export function themeIcon(id: string): vscode.ThemeIcon {
   return new vscode.ThemeIcon(id);
 }
+
+/** Text of the open documents of one language. */
+export function openDocumentTexts(languageId: string): string[] {
+  return vscode.workspace.textDocuments.filter((d) => d.languageId === languageId).map((d) => d.getText());
+}
+
+/** A notification with a progress message the task updates. */
+export function withProgressMessages<R>(title: string, task: (report: (message: string) => void) => Thenable<R>): Thenable<R> {
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: false }, (progress) =>
+    task((message) => progress.report({ message })),
+  );
+}

@@ -63,12 +63,13 @@ const stub = {
   outputChannels: [],
   webviews: [],
   activeTextEditor: undefined,
+  textDocuments: [],     // {languageId, getText()}
   configListeners: new EventEmitter(),
   reset() {
     this.config = {}; this.workspaceFolders = undefined; this.calls = []; this.messages = []; this.messageAnswers = [];
     this.inputBoxAnswers = []; this.quickPick = (items) => items[0]; this.extensions = {}; this.commandsRun = [];
     this.commandResults = {}; this.registered = {}; this.opened = []; this.statusItems = []; this.outputChannels = [];
-    this.webviews = []; this.activeTextEditor = undefined; this.configListeners = new EventEmitter();
+    this.webviews = []; this.activeTextEditor = undefined; this.textDocuments = []; this.configListeners = new EventEmitter();
   },
 };
 
@@ -125,7 +126,10 @@ const window = {
   showInputBox: (opts) => { stub.calls.push(['showInputBox', opts]); return Promise.resolve(stub.inputBoxAnswers.shift()); },
   showQuickPick: (items, opts) => { stub.calls.push(['showQuickPick', items, opts]); return Promise.resolve(stub.quickPick(items, opts)); },
   createQuickPick: () => makeQuickPick(),
-  withProgress: (opts, task) => { stub.calls.push(['withProgress', opts]); return task({ report() {} }, { isCancellationRequested: false }); },
+  withProgress: (opts, task) => {
+    stub.calls.push(['withProgress', opts]);
+    return task({ report(v) { stub.calls.push(['progress.report', v]); } }, { isCancellationRequested: false });
+  },
   get activeTextEditor() { return stub.activeTextEditor; },
   showTextDocument: (doc, opts) => {
     const line = opts && opts.selection ? opts.selection.start.line : 0;
@@ -158,6 +162,7 @@ const workspace = {
   }),
   onDidChangeConfiguration: (l) => stub.configListeners.event(l),
   get workspaceFolders() { return stub.workspaceFolders; },
+  get textDocuments() { return stub.textDocuments; },
   openTextDocument: (uri) => Promise.resolve({ uri, lineCount: 100000, getText: () => '' }),
 };
 
