@@ -154,10 +154,12 @@ describe('ServerManager: installing the bundled server', () => {
     fs.writeFileSync(path.join(dir, 'pycsamt_lsp-0.1.0-py3-none-any.whl'), '');
     let installed = false;
     const runs: string[][] = [];
+    const statuses: string[] = [];
     const run =
       opts.run ??
       (async (file: string, args: string[]) => {
         runs.push([file, ...args]);
+        statuses.push(vs.statusItems.at(-1)?.text);
         if (args.some((a) => a.includes('sys.version_info'))) return { code: 0, stdout: '3.11', stderr: '' };
         if (args.includes('install')) installed = true;
         return { code: 0, stdout: '0.1.0', stderr: '' };
@@ -184,12 +186,12 @@ describe('ServerManager: installing the bundled server', () => {
       },
     );
     void WHEEL_DIR;
-    return { m, output, status, checked, runs, item: vs.statusItems.at(-1), wheelDir: dir };
+    return { m, output, status, checked, runs, statuses, item: vs.statusItems.at(-1), wheelDir: dir };
   }
 
   it('in a pyCSAMT project: offers to install; Install creates the venv, pip-installs the wheel, starts the server from it', async () => {
     vs.config['pycsamt.server.python'] = '/bare/bin/python';
-    const { m, runs, output, item } = installable();
+    const { m, runs, output, item, statuses } = installable();
     vs.messageAnswers.push('Install');
     await m.start();
     await flush(20);
@@ -203,6 +205,7 @@ describe('ServerManager: installing the bundled server', () => {
     assert.equal(progress[1].location, 15);
     assert.ok(vs.calls.some((c: any[]) => c[0] === 'progress.report' && /offline/.test(c[1].message)));
     assert.deepEqual(runs[1], ['/bare/bin/python', '-m', 'venv', '--clear', '/gs/server-venv']);
+    assert.equal(statuses[1], '$(sync~spin) pyCSAMT: installing the server');
     assert.ok(runs.some((r) => r[0] === PRIVATE && r.includes('--no-index')));
     // then the server runs from the private environment
     assert.equal(lc.clients.length, 1);

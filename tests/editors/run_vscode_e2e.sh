@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The code-server end-to-end test: real VS Code 1.139 (code-server) in headless
 # Chromium, the pycsamt-lsp .vsix installed, a pycsamt script with a hallucinated
-# import, the real pyCSAMT sdist as the corpus. Prints where the screenshots are;
-# exits non-zero when a check fails.
+# import, the real pyCSAMT sdist as the corpus. `pycsamt.server.python` points to a
+# fresh venv WITHOUT the server: the extension must offer to install its bundled
+# wheel into a private environment (pip fetches the dependencies from the package
+# index), and the squiggle / hover / commands flow then runs on that server.
+# Prints where the screenshots are; exits non-zero when a check fails.
 #
 #   PYCSAMT_LSP_CACHE  cache (code-server, node 24, the sdist): ~/.cache/pycsamt-lsp
-#   PYTHON             interpreter with pycsamt_lsp installed (<repo>/.venv/bin/python)
+#   PYTHON             interpreter with pycsamt_lsp installed (<repo>/.venv/bin/python),
+#                      used here only to fetch the corpus
+#   BASE_PYTHON        Python 3.11+ that makes the server-less venv (default python3)
 #   CORPUS_ROOT        pyCSAMT sources (default: `python -m pycsamt_lsp corpus fetch`)
 #   VSIX               the extension (default: client-vscode/pycsamt-lsp-<version>.vsix,
 #                      built with client-vscode/scripts/ci.sh when missing)
@@ -56,8 +61,17 @@ from pycsamt.emtools.ss import estimate_ss_ama
 
 factors = estimate_ss_ama(sites, half_window=3)
 PY
+# the Python VS Code is told to use: a fresh venv without the server
+BARE=$STATE/bare-venv
+"${BASE_PYTHON:-python3}" -m venv --without-pip "$BARE"
+BARE_PY=$BARE/bin/python
+if "$BARE_PY" -c 'import pycsamt_lsp' 2>/dev/null; then
+  echo "FAIL: $BARE_PY already has pycsamt_lsp" >&2
+  exit 1
+fi
+echo "== pycsamt.server.python: $BARE_PY (no pycsamt_lsp: the extension must install it)"
 # a fresh index in the run's temp state, so the run does not depend on earlier runs
-"$PY" - "$WS/.vscode/settings.json" "$CORPUS" "$PY" "$STATE/index" <<'PYEOF'
+"$PY" - "$WS/.vscode/settings.json" "$CORPUS" "$BARE_PY" "$STATE/index" <<'PYEOF'
 import json, sys
 path, corpus, python, index = sys.argv[1:5]
 json.dump({"pycsamt.corpusRoot": corpus, "pycsamt.server.python": python, "pycsamt.indexDir": index}, open(path, "w"), indent=2)
@@ -88,8 +102,8 @@ PATH="$NODE24_BIN:$PATH" "$CS" --install-extension "$VSIX" --extensions-dir "$ST
 
 echo "== driving VS Code"
 set +e
-CODE_SERVER=$CS NODE24_BIN=$NODE24_BIN WORKSPACE=$WS SHOTS=$OUT STATE_DIR=$STATE \
-  TIMEOUT_S=${TIMEOUT_S:-120} timeout 420 node "$HERE/vscode_e2e.js"
+CODE_SERVER=$CS NODE24_BIN=$NODE24_BIN WORKSPACE=$WS SHOTS=$OUT STATE_DIR=$STATE BARE_PYTHON=$BARE_PY \
+  TIMEOUT_S=${TIMEOUT_S:-120} INSTALL_TIMEOUT_S=${INSTALL_TIMEOUT_S:-480} timeout 900 node "$HERE/vscode_e2e.js"
 rc=$?
 set -e
 # the extension's output channel, as the user would see it

@@ -10,8 +10,11 @@
 //   WORKSPACE     folder holding survey.py         SHOTS       screenshot folder
 //   STATE_DIR     user-data/extensions/XDG dirs    CHROMIUM    /usr/bin/chromium
 //   TIMEOUT_S     per-wait timeout (default 300)
+//   BARE_PYTHON   the `pycsamt.server.python` of the workspace: a Python WITHOUT the
+//                 server; the extension must offer to install its bundled wheel
+//   INSTALL_TIMEOUT_S  wait for that install (venv + pip from the index; default 480)
 'use strict';
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
@@ -23,6 +26,8 @@ const SHOTS = must('SHOTS');
 const STATE = must('STATE_DIR');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT = Number(process.env.TIMEOUT_S || 300) * 1000;
+const INSTALL_TIMEOUT = Number(process.env.INSTALL_TIMEOUT_S || 480) * 1000;
+const BARE_PYTHON = process.env.BARE_PYTHON || '';
 const XDG = {
   XDG_CONFIG_HOME: `${STATE}/xdg/config`,
   XDG_DATA_HOME: `${STATE}/xdg/data`,
@@ -178,6 +183,27 @@ async function quickPickRows() {
     els.map((e) => e.innerText.replace(/\n+/g, ' | ')),
   );
 }
+/** Click a button of a notification toast by its label. */
+async function clickToastButton(label) {
+  const buttons = await page.$$('.notification-toast .monaco-button, .notifications-toasts .monaco-button');
+  for (const b of buttons) {
+    const t = await b.evaluate((e) => (e.innerText || e.textContent || '').trim());
+    if (t === label) {
+      await b.click();
+      return true;
+    }
+  }
+  return false;
+}
+/** Files or folders named `name` under `dir` (depth-first, not inside a match). */
+function findFiles(dir, name, out = []) {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.name === name) out.push(p);
+    else if (e.isDirectory() && !e.isSymbolicLink()) findFiles(p, name, out);
+  }
+  return out;
+}
 async function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -243,6 +269,51 @@ async function freePort() {
       await poll(async () => ((await editorLines()).some((l) => l.includes('static_shift')) ? true : undefined), 'the editor to show survey.py', 30000);
       return (await editorLines())[0];
     });
+
+    // the workspace's pycsamt.server.python has no server: the extension offers its own
+    if (BARE_PYTHON) {
+      await step('offers to install the bundled server (the chosen Python lacks it)', async () => {
+        const toast = await poll(async () => {
+          const t = await toastTexts();
+          return /not installed in ".*bare-venv\/bin\/python"/.test(t) ? t : undefined;
+        }, 'the install offer', 90000);
+        assert(/Install the server the extension carries into a private environment/.test(toast), toast.slice(0, 300));
+        assert(!/pip install pycsamt-lsp/.test(toast), `the offer still says pip install pycsamt-lsp: ${toast.slice(0, 300)}`);
+        const status = await pycsamtStatus();
+        await shot('install-offer');
+        const clicked = await poll(async () => (await clickToastButton('Install')) || undefined, 'the Install button', 20000);
+        assert(clicked, 'no Install button');
+        return `${JSON.stringify(toast.match(/pyCSAMT LSP: the server package[^|]*/)?.[0]?.slice(0, 160) ?? toast.slice(0, 160))}; status ${JSON.stringify(status)}`;
+      });
+
+      await step('installs it into a private environment with progress, then starts it', async () => {
+        let sawProgress = '';
+        const toast = await poll(async () => {
+          const t = await toastTexts();
+          if (!sawProgress && /installing the server/i.test(t)) {
+            sawProgress = (t.match(/pyCSAMT LSP: installing the server[^|]*/) || [t])[0].slice(0, 160);
+            await shot('install-progress');
+          }
+          if (/could not install the server|cannot create the server's environment/.test(t)) throw new Error(t.slice(0, 300));
+          return /the server is installed in \S*server-venv/.test(t) ? t : undefined;
+        }, 'the "server is installed" notification', INSTALL_TIMEOUT, 500);
+        assert(sawProgress, 'no progress notification was seen');
+        await shot('install-done');
+        // on disk: the private environment has the server; the user's Python still has none
+        const pys = findFiles(path.join(STATE, 'user-data'), 'server-venv').map((d) => path.join(d, 'bin', 'python'));
+        assert(pys.length === 1 && /globalStorage/.test(pys[0]), `private environments: ${JSON.stringify(pys)}`);
+        const version = execFileSync(pys[0], ['-c', 'import pycsamt_lsp; print(pycsamt_lsp.__version__)'], { encoding: 'utf8' }).trim();
+        let bareHas = true;
+        try {
+          execFileSync(BARE_PYTHON, ['-c', 'import pycsamt_lsp'], { stdio: 'ignore' });
+        } catch {
+          bareHas = false;
+        }
+        assert(!bareHas, `${BARE_PYTHON} was changed: it imports pycsamt_lsp now`);
+        const done = toast.match(/pyCSAMT LSP: the server is installed[^|]*/)[0];
+        return `progress ${JSON.stringify(sawProgress)}; ${JSON.stringify(done.slice(0, 200))}; pycsamt_lsp ${version} in ${path.relative(STATE, pys[0])}`;
+      });
+    }
 
     // the status bar: building -> ready · N chunks
     let sawBuilding = '';

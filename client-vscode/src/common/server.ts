@@ -405,6 +405,7 @@ export class ServerManager implements ServerApi {
         log: (l) => this.log(l),
         progress: (p) => {
           this.log(`[install] ${p}`);
+          this.status.set({ state: 'installing', message: p });
           report(p);
         },
       }),

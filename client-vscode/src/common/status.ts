@@ -9,7 +9,7 @@ import type { IndexStateParams, StatsResponse } from './protocol';
 import { createStatusBarItem, themeColor } from './vscodeapi';
 
 /** `missing`: the chosen Python lacks the server (click the item to install it). */
-export type IndexStateName = 'starting' | 'building' | 'ready' | 'stale' | 'error' | 'stopped' | 'missing';
+export type IndexStateName = 'starting' | 'building' | 'ready' | 'stale' | 'error' | 'stopped' | 'missing' | 'installing';
 
 export interface IndexState {
   state: IndexStateName;
@@ -26,6 +26,7 @@ const ICONS: Record<IndexStateName, string> = {
   error: '$(error)',
   stopped: '$(circle-slash)',
   missing: '$(cloud-download)',
+  installing: '$(sync~spin)',
 };
 
 function clampPercent(p: unknown): number | undefined {
@@ -52,6 +53,9 @@ export function statusText(s: IndexState): string {
     case 'missing':
       body = 'server not installed';
       break;
+    case 'installing':
+      body = 'installing the server';
+      break;
     default:
       body = s.state;
   }
@@ -67,7 +71,7 @@ export function statusTooltip(s: IndexState): string {
   return lines.join('\n');
 }
 
-const KNOWN: readonly IndexStateName[] = ['starting', 'building', 'ready', 'stale', 'error', 'stopped', 'missing'];
+const KNOWN: readonly IndexStateName[] = ['starting', 'building', 'ready', 'stale', 'error', 'stopped', 'missing', 'installing'];
 
 /** Map a `pycsamt/indexState` notification to a state. */
 export function stateFromNotification(p: IndexStateParams): IndexState {
