@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from measure import offline_env, run_measured
+from measure import git_state, offline_env, run_measured
 from reference import (
     REF_VERSION,
     copy_corpus,
@@ -228,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "reps": reps,
+        "git": git_state(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "reference": f"pycsamt {REF_VERSION} (python -m pycsamt.assistant.rag)",
         "corpora": {},
@@ -237,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             server = not a.no_server and i == 0
             results["corpora"][name] = bench_corpus(name, src, Path(tmp), reps, server)
     print()
+    g = results["git"]
+    print(f"commit {g['commit']}, {g['server_dirty_files']} uncommitted server file(s)")
     print(table(results))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(results, indent=1))

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_build import CORPORA, our_build, our_cli
-from measure import offline_env, run_measured
+from measure import git_state, offline_env, run_measured
 from reference import (
     REF_VERSION,
     copy_corpus,
@@ -82,10 +82,16 @@ Decider = Callable[[str], Decision | None]
 OUR_DRIVER = r"""
 import json, sys, time
 from pathlib import Path
-import pycsamt_lsp.api  # registers the commands, as the CLI does
-from pycsamt_lsp.commands import run_command
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+try:  # feature-folder layout
+    import pycsamt_lsp.commands.handlers  # registers the commands, as the CLI does
+    from pycsamt_lsp.commands.registry import run_command
+    from pycsamt_lsp.corpus.profile import load_profile
+    from pycsamt_lsp.workspace.facade import Workspace
+except ImportError:  # flat layout, before the reorganisation
+    import pycsamt_lsp.api
+    from pycsamt_lsp.commands import run_command
+    from pycsamt_lsp.profile import load_profile
+    from pycsamt_lsp.workspace import Workspace
 p = json.loads(sys.stdin.read())
 t0 = time.perf_counter()
 ws = Workspace(Path(p["root"]), load_profile(), index_dir=None)
@@ -462,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "k": K,
+        "git": git_state(),
         "reference": f"pycsamt {REF_VERSION} (build_retriever(root).search)",
         "questions": [str(p) for p in a.questions]
         if a.questions
@@ -472,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, src in corpora.items():
             results["corpora"][name] = bench_corpus(name, src, Path(tmp), a)
     print()
+    g = results["git"]
+    print(f"commit {g['commit']}, {g['server_dirty_files']} uncommitted server file(s)")
     print(table(results))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(results, indent=1, default=str))

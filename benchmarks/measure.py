@@ -118,3 +118,24 @@ def run_measured(
 def offline_env() -> dict[str, str]:
     """This environment without API keys, so neither side can go online."""
     return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+
+
+def git_state(repo: Path | str | None = None) -> dict[str, Any]:
+    """HEAD commit and whether tracked files differ from it.
+
+    Several people work in one tree: a figure is only comparable to another
+    when both say which commit (and how dirty a tree) they measured.
+    """
+    repo = Path(repo) if repo else Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        proc = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True
+        )
+        return proc.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "server")
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "server_dirty_files": len(dirty.splitlines()) if dirty else 0,
+    }
