@@ -40,8 +40,10 @@ chunk (``null`` for prose), so no label or title parsing is involved.
 reference (its own harness: ``IntentRouter`` offline, its subject-workflow
 classifier, ``ProjectRegistry.from_default(root)``), and for ours through
 :func:`routing_accuracy` with any ``request -> decision`` callable; ours is
-asked via ``pycsamt-lsp ask --json --offline`` once a ``route`` object is in
-its output (see :func:`ours_decider`).
+read from a ``route`` object in the result of the ``pycsamt.ask`` handler
+(what ``pycsamt-lsp ask --json`` prints; no API key, so offline) once it has
+one (see :func:`ours_decider`). Without ``--routing``, any
+``suites/**/routing_*.jsonl`` of the project is used.
 """
 
 from __future__ import annotations
@@ -97,11 +99,20 @@ t0 = time.perf_counter()
 ws = Workspace(Path(p["root"]), load_profile(), index_dir=None)
 ws.open()
 out = {"load_s": time.perf_counter() - t0, "results": []}
+if p["mode"] == "ask":
+    try:
+        import pycsamt_lsp.answer.ask  # registers pycsamt.ask
+    except ImportError:
+        import pycsamt_lsp.ask
 for q in p["queries"]:
     t = time.perf_counter()
-    res = run_command("pycsamt.query", ws, {"query": q, "k": p["k"]})
-    out["results"].append({"query": q, "seconds": time.perf_counter() - t,
-                           "hits": res["results"]})
+    if p["mode"] == "ask":
+        res = run_command("pycsamt.ask", ws, {"question": q})
+        item = {"route": res.get("route")}
+    else:
+        res = run_command("pycsamt.query", ws, {"query": q, "k": p["k"]})
+        item = {"hits": res["results"]}
+    out["results"].append({"query": q, "seconds": time.perf_counter() - t, **item})
 json.dump(out, open(p["out"], "w", encoding="utf-8"))
 """
 
@@ -233,53 +244,57 @@ def ref_decider(root: Path, records: list[dict[str, Any]]) -> tuple[Decider, dic
     return table.get, res
 
 
-def ours_decider(root: Path, probe: str) -> Decider | None:
-    """Our routing via ``pycsamt-lsp ask --json --offline``, when it has one.
+def ours_decider(root: Path, records: list[dict[str, Any]]) -> Decider | None:
+    """Our routing decisions, read from the ``pycsamt.ask`` command's result.
 
-    Hook for issue 15: the decision is read from a ``route`` object
-    (``{"intent", "workflow", "line", ...}``) in the ask JSON. Returns None
-    while ``ask`` reports no such object (checked once on ``probe``).
+    Hook for issue 15: runs the handler ``pycsamt-lsp ask --json`` calls (no API
+    key in the environment, so offline) for every record in one process and
+    reads a ``route`` object (``{"intent", "workflow", "line", ...}``) from each
+    result. Returns None while no result carries one.
     """
-
-    def ask(q: str) -> Decision | None:
-        proc = subprocess.run(
-            [*our_cli(), "ask", "--root", str(root), "--json", "--offline", q],
-            capture_output=True,
-            text=True,
-            env=offline_env(),
-            cwd=tempfile.gettempdir(),
-        )
-        try:
-            route = json.loads(proc.stdout).get("route")
-        except json.JSONDecodeError:
-            return None
-        return route if isinstance(route, dict) else None
-
-    return ask if ask(probe) is not None else None
+    out = _our_driver(root, [r["query"] for r in records], mode="ask")
+    table = {
+        r["query"]: r["route"]
+        for r in out["results"]
+        if isinstance(r.get("route"), dict)
+    }
+    return table.get if table else None
 
 
 # -- running both engines ---------------------------------------------------------
 
 
+def _our_driver(
+    root: Path, queries: list[str], *, mode: str = "query"
+) -> dict[str, Any]:
+    """Run :data:`OUR_DRIVER` in a child of this interpreter; its JSON result."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        payload = {
+            "root": str(root),
+            "queries": queries,
+            "k": K,
+            "out": str(out),
+            "mode": mode,
+        }
+        res = run_measured(
+            [sys.executable, "-c", OUR_DRIVER],
+            stdin_text=json.dumps(payload),
+            cwd=tmp,
+            env=offline_env(),
+        )
+        if res["returncode"] != 0 or not out.exists():
+            raise RuntimeError(f"our driver failed:\n{res['stderr'][-1500:]}")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
 def our_batch(root: Path, queries: list[str], via_cli: bool) -> dict[str, Any]:
     """Our ranked hits for every query (one process, or one CLI call each)."""
     if not via_cli:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "out.json"
-            payload = json.dumps(
-                {"root": str(root), "queries": queries, "k": K, "out": str(out)}
-            )
-            res = run_measured(
-                [sys.executable, "-c", OUR_DRIVER],
-                stdin_text=payload,
-                cwd=tmp,
-                env=offline_env(),
-            )
-            if res["returncode"] == 0 and out.exists():
-                return json.loads(out.read_text(encoding="utf-8"))
-            print(
-                f"in-process driver failed, falling back to the CLI:\n{res['stderr'][-1500:]}"
-            )
+        try:
+            return _our_driver(root, queries)
+        except RuntimeError as exc:
+            print(f"{exc}\nfalling back to one CLI process per question")
     results = []
     for q in queries:
         t = time.perf_counter()
@@ -381,7 +396,7 @@ def bench_corpus(
             for f, _ in ROUTE_FIELDS
             if res["routing"]["ref"][f"{f}_accuracy"] is not None
         )
-        mine = ours_decider(ours_copy, routing[0]["query"]) if routing else None
+        mine = ours_decider(ours_copy, routing) if routing else None
         res["routing"]["ours"] = routing_accuracy(routing, mine) if mine else None
     return res
 
@@ -427,7 +442,9 @@ def table(results: dict[str, Any]) -> str:
                     f"{'':<46}WARNING: differs from the reference harness's own metrics"
                 )
             if not rt["ours"]:
-                rows.append(f"{'':<46}ours: `ask --json` has no `route` object yet")
+                rows.append(
+                    f"{'':<46}ours: no `route` object in `pycsamt.ask` results yet"
+                )
             if not rt.get("ref_registry"):
                 rows.append(
                     f"{'':<46}ref: no projects/*.yml registry in this corpus (line = None)"
@@ -459,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
+    if not a.routing:
+        a.routing = sorted(PROJECT_SUITES.rglob("routing_*.jsonl")) or None
     corpora = (
         {k: Path(v).expanduser() for k, v in (c.split("=", 1) for c in a.corpus)}
         if a.corpus
