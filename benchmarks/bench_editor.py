@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from pycsamt_lsp.cards import card_for, clear_cache
-from pycsamt_lsp.corpus import fetch_corpus
-from pycsamt_lsp.lsp.buffer import analyze
-from pycsamt_lsp.lsp.editor import BufferCache, card_at, complete, current_package
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.analysis.buffer import analyze
+from pycsamt_lsp.analysis.editor import BufferCache, card_at, complete, current_package
+from pycsamt_lsp.cards.card import card_for, clear_cache
+from pycsamt_lsp.corpus.discovery import fetch_corpus
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "bench_editor.json"

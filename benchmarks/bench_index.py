@@ -20,7 +20,7 @@ Measures (nothing is hard-coded, nothing is asserted):
 
 Workspaces are made as the server makes them (``long_lived=True``: the
 published index is frozen out of the cyclic collector, the heap compacted
-after persisting; see ``pycsamt_lsp.heap``).
+after persisting; see ``pycsamt_lsp.index.heap``).
 
 Usage::
 
@@ -47,12 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from pycsamt_lsp.corpus import fetch_corpus, iter_corpus_files
+from pycsamt_lsp.corpus.discovery import fetch_corpus, iter_corpus_files
+from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.tokenize import term_counts, tokenize
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.retrieval import RankAux, search
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.search.retrieval import RankAux, search
+from pycsamt_lsp.workspace.facade import Workspace
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "bench_index.json"
@@ -65,8 +65,8 @@ import time
 t0 = time.perf_counter()
 import json, resource, sys
 from pathlib import Path
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 t_imp = time.perf_counter()
 root, index_dir, query = sys.argv[1:4]
 ws = Workspace(Path(root), load_profile(), index_dir=Path(index_dir))

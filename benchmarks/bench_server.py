@@ -27,9 +27,9 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from pycsamt_lsp.corpus import fetch_corpus
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.corpus.discovery import fetch_corpus
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 IMPORTS = [
     "from pycsamt.agents import StaticShiftAgent",

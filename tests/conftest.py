@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.corpus import CorpusError, fetch_corpus
-from pycsamt_lsp.profile import load_profile
+from pycsamt_lsp.corpus.discovery import CorpusError, fetch_corpus
+from pycsamt_lsp.corpus.profile import load_profile
 
 
 @pytest.fixture(scope="session")

@@ -23,10 +23,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from fake_openai import FakeOpenAI
 from lsp_helpers import wait_for
-from pycsamt_lsp import ask as ask_mod
 from pycsamt_lsp import cli
-from pycsamt_lsp.commands import REGISTRY, ArgumentError, run_command
-from pycsamt_lsp.context import (
+from pycsamt_lsp.answer import ask as ask_mod
+from pycsamt_lsp.answer.context import (
     CONFIDENCE_FLOOR,
     AskSettings,
     AssembledContext,
@@ -38,8 +37,9 @@ from pycsamt_lsp.context import (
     is_catalog_question,
     settings_for,
 )
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.commands.registry import REGISTRY, ArgumentError, run_command
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 PROFILE = """
 name = "askfix"
@@ -729,7 +729,7 @@ _WIRED = (
         [
             sys.executable,
             "-c",
-            "from pycsamt_lsp import api; from pycsamt_lsp.commands import REGISTRY;"
+            "from pycsamt_lsp.commands import handlers as api; from pycsamt_lsp.commands.registry import REGISTRY;"
             "raise SystemExit(0 if 'pycsamt.ask' in REGISTRY else 1)",
         ],
         capture_output=True,

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from lsp_helpers import write_fixture_corpus
-from pycsamt_lsp.cards import card_for, clean_rst, parse_docstring, search_symbols
-from pycsamt_lsp.lsp.buffer import analyze, completion_context
-from pycsamt_lsp.lsp.editor import card_at, complete, current_package
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.analysis.buffer import analyze, completion_context
+from pycsamt_lsp.analysis.editor import card_at, complete, current_package
+from pycsamt_lsp.cards.card import card_for, clean_rst, parse_docstring, search_symbols
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 from test_hover_lsp import SCRIPT, col, write_extra
 
 

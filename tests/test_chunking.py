@@ -10,7 +10,7 @@ import pytest
 from pycsamt_lsp.chunking import CHUNK_KINDS, Chunk, chunk_file
 from pycsamt_lsp.chunking.docs import split_sections
 from pycsamt_lsp.chunking.python import module_name
-from pycsamt_lsp.profile import profile_from_dict
+from pycsamt_lsp.corpus.profile import profile_from_dict
 
 PROFILE = profile_from_dict(
     {

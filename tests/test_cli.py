@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp import api  # noqa: F401 - registers the commands
 from pycsamt_lsp.cli import main
-from pycsamt_lsp.commands import run_command
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.commands import handlers as api  # noqa: F401 - registers the commands
+from pycsamt_lsp.commands.registry import run_command
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 FILES = {
     "README.md": "# Fixture corpus\n\nA tiny pycsamt-shaped corpus for CLI tests.\n",

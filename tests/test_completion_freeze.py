@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pytest_lsp import LanguageClient
 
-from pycsamt_lsp.lsp.buffer import completion_context
+from pycsamt_lsp.analysis.buffer import completion_context
 from test_hover_lsp import completion, hover, index_states, open_corpus, open_doc  # noqa: F401
 from test_server import client  # noqa: F401 - the client fixture
 

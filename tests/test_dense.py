@@ -10,10 +10,11 @@ import pytest
 
 from fake_openai import EMBED_DIM, FakeOpenAI
 from lsp_helpers import write_fixture_corpus
-from pycsamt_lsp import ask as ask_mod
-from pycsamt_lsp import dense
-from pycsamt_lsp.context import AskSettings, answer_question
-from pycsamt_lsp.dense import (
+from pycsamt_lsp.answer import ask as ask_mod
+from pycsamt_lsp.answer.context import AskSettings, answer_question
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.search import dense
+from pycsamt_lsp.search.dense import (
     COSINE_FLOOR,
     RRF_K,
     VECTOR_FILENAME,
@@ -32,8 +33,7 @@ from pycsamt_lsp.dense import (
     rrf_fuse,
     save_store,
 )
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.workspace.facade import Workspace
 
 Q = "correct the galvanic static shift"
 

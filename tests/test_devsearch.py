@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp import devsearch
-from pycsamt_lsp.devsearch import (
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.devsearch import search as devsearch
+from pycsamt_lsp.devsearch.search import (
     MAX_RESULTS,
     TEST_ROLE,
     DevSearchError,
@@ -28,7 +29,6 @@ from pycsamt_lsp.devsearch import (
     read_source,
     search_source,
 )
-from pycsamt_lsp.profile import load_profile
 
 PROFILE = load_profile("pycsamt")
 SHA_A = "a" * 40

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp import api  # noqa: F401 - registers the commands
-from pycsamt_lsp.commands import run_command
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.commands import handlers as api  # noqa: F401 - registers the commands
+from pycsamt_lsp.commands.registry import run_command
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 # The project's own suites (tuning and frozen test splits, issue 14) are not
@@ -41,7 +41,10 @@ def test_bundled_suites_are_perfect(report):
 @pytest.mark.corpus
 def test_paraphrase_suite_finds_the_workflow(report):
     m = report["suites"]["paraphrase.jsonl"]["metrics"]
-    assert m["workflow_in_topk"] >= 0.9, m
+    # 0.855 on the sdist once the recipes stopped quoting this suite and the
+    # expansions tuned on it were removed (issue 14); the old 0.9 floor was
+    # measured on leaked content. The suite is a tuning split now.
+    assert m["workflow_in_topk"] >= 0.85, m
 
 
 @pytest.mark.corpus

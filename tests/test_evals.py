@@ -1,4 +1,4 @@
-"""Unit tests of the eval harness (``pycsamt_lsp.evals``) on hand-made data.
+"""Unit tests of the eval harness (``pycsamt_lsp.evals.harness``) on hand-made data.
 
 No real-corpus quality is asserted here; the retrieval and the workflow
 classifier are fakes, so every expected number is exact.
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from pycsamt_lsp import __version__
-from pycsamt_lsp.evals import (
+from pycsamt_lsp.evals.harness import (
     ABLATION_COMPONENTS,
     METRICS,
     SuiteError,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.corpus import bundled_recipes_dir, fingerprint
-from pycsamt_lsp.profile import profile_from_dict
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.corpus.discovery import bundled_recipes_dir, fingerprint
+from pycsamt_lsp.corpus.profile import profile_from_dict
+from pycsamt_lsp.workspace.facade import Workspace
 
 #: Indexed by the default profile.
 INDEXED = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.package_model import (
+from pycsamt_lsp.model.package import (
     ModuleInfo,
     PackageModel,
     identifier_tokens,

@@ -12,6 +12,7 @@ from lsp_helpers import write_fixture_corpus
 
 pytest.importorskip("pypdf")
 
+from pycsamt_lsp.answer.context import AskSettings, answer_question  # noqa: E402
 from pycsamt_lsp.chunking import Chunk  # noqa: E402
 from pycsamt_lsp.chunking import pdf as pdf_mod  # noqa: E402
 from pycsamt_lsp.chunking.pdf import (  # noqa: E402
@@ -23,9 +24,8 @@ from pycsamt_lsp.chunking.pdf import (  # noqa: E402
     extract_pages,
     prose_check,
 )
-from pycsamt_lsp.context import AskSettings, answer_question  # noqa: E402
-from pycsamt_lsp.profile import load_profile  # noqa: E402
-from pycsamt_lsp.workspace import Workspace  # noqa: E402
+from pycsamt_lsp.corpus.profile import load_profile  # noqa: E402
+from pycsamt_lsp.workspace.facade import Workspace  # noqa: E402
 
 PROSE_1 = (
     "Static shift is a frequency independent displacement of apparent resistivity "

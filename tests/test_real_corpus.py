@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pytest
 
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.workspace.facade import Workspace
 
 pytestmark = pytest.mark.corpus
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 RECIPES = sorted(
     (Path(__file__).resolve().parents[1] / "assistant_recipes").glob("*.md")

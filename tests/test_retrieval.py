@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.corpus.profile import profile_from_dict
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
-from pycsamt_lsp.profile import profile_from_dict
-from pycsamt_lsp.retrieval import (
+from pycsamt_lsp.search.retrieval import (
     COMPONENTS,
     EXPANSION_WEIGHT,
     RankAux,
@@ -26,7 +26,7 @@ from pycsamt_lsp.retrieval import (
     search,
     snippet_of,
 )
-from pycsamt_lsp.workspace import QueryError, Workspace
+from pycsamt_lsp.workspace.facade import QueryError, Workspace
 
 PROFILE = profile_from_dict(
     {

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pycsamt_lsp import INDEX_VERSION, __version__
+from pycsamt_lsp.corpus.profile import profile_from_dict
 from pycsamt_lsp.index import store
 from pycsamt_lsp.index.store import (
     IndexLoadError,
@@ -19,8 +20,7 @@ from pycsamt_lsp.index.store import (
     load_snapshot,
     save_snapshot,
 )
-from pycsamt_lsp.profile import profile_from_dict
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.workspace.facade import Workspace
 
 PROFILE = profile_from_dict(
     {

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.evals import load_suite
-from pycsamt_lsp.profile import load_profile
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.evals.harness import load_suite
+from pycsamt_lsp.workspace.facade import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = REPO / "suites"

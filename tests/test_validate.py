@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.package_model import PackageModel
-from pycsamt_lsp.validate import Edit, Problem, find_problems, validate_generated_code
+from pycsamt_lsp.analysis.validate import (
+    Edit,
+    Problem,
+    find_problems,
+    validate_generated_code,
+)
+from pycsamt_lsp.model.package import PackageModel
 
 FILES = {
     "__init__.py": """

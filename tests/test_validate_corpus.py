@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.package_model import PackageModel, module_name_for
-from pycsamt_lsp.validate import find_problems, validate_generated_code
+from pycsamt_lsp.analysis.validate import find_problems, validate_generated_code
+from pycsamt_lsp.model.package import PackageModel, module_name_for
 
 pytestmark = pytest.mark.corpus
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycsamt_lsp.profile import profile_from_dict
-from pycsamt_lsp.workspace import Workspace
+from pycsamt_lsp.corpus.profile import profile_from_dict
+from pycsamt_lsp.workspace.facade import Workspace
 
 PROFILE = profile_from_dict(
     {
@@ -477,7 +477,7 @@ def test_a_dropped_server_workspace_is_freed_by_reference_counting(corpus, tmp_p
 def test_a_server_builds_a_large_corpus_in_a_child_process(
     corpus, tmp_path, monkeypatch
 ):
-    import pycsamt_lsp.workspace as workspace_mod
+    import pycsamt_lsp.workspace.facade as workspace_mod
 
     root, _ = corpus
     monkeypatch.setattr(workspace_mod, "_PARALLEL_MIN_FILES", 1)
@@ -502,7 +502,7 @@ def test_a_server_builds_a_large_corpus_in_a_child_process(
 def test_a_failed_build_process_falls_back_to_building_here(
     corpus, tmp_path, monkeypatch, caplog
 ):
-    import pycsamt_lsp.workspace as workspace_mod
+    import pycsamt_lsp.workspace.facade as workspace_mod
 
     root, _ = corpus
     monkeypatch.setattr(workspace_mod, "_PARALLEL_MIN_FILES", 1)

@@ -4,7 +4,7 @@ Guarded so that worker processes started with the ``spawn`` method, which
 import the parent's main module, do not start a second CLI or server.
 """
 
-from .cli import main
+from pycsamt_lsp.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .commands import REGISTRY, ArgumentError, run_command
-from .corpus import CorpusError, discover_root, fetch_corpus
-from .profile import ProfileError, load_profile
-from .workspace import QueryError, Workspace
+from pycsamt_lsp import __version__
+from pycsamt_lsp.commands.registry import REGISTRY, ArgumentError, run_command
+from pycsamt_lsp.corpus.discovery import CorpusError, discover_root, fetch_corpus
+from pycsamt_lsp.corpus.profile import ProfileError, load_profile
+from pycsamt_lsp.workspace.facade import QueryError, Workspace
 
 __all__ = ["main"]
 
@@ -187,7 +187,9 @@ def _run(args: argparse.Namespace) -> int:
         _emit(args, {"root": str(root)}, lambda r: r["root"])
         return 0
     if args.cmd == "serve":
-        from .lsp.server import serve  # the only place the CLI touches LSP code
+        from pycsamt_lsp.lsp.server import (
+            serve,  # the only place the CLI touches LSP code
+        )
 
         return serve(
             tcp=args.tcp, root=args.root, profile=args.profile, index_dir=args.index_dir
@@ -197,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
         report = ws.build()
         ws.persist()
         if args.embed:
-            from .ask import build_embed
+            from pycsamt_lsp.answer.ask import build_embed
 
             report["embeddings"] = build_embed(ws, args.embed)
         _emit(args, report, REGISTRY["pycsamt.rebuild"].format)
@@ -270,7 +272,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    from . import api  # noqa: F401 - registers the commands
+    from pycsamt_lsp.commands import handlers as api  # noqa: F401 - registers the commands
 
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose)
@@ -291,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _register_extras() -> None:
-    from . import ask as _ask
+    from pycsamt_lsp.answer import ask as _ask
 
     _EXTRA_PARSERS.append(_ask.add_cli)
     _EXTRA_RUNNERS["ask"] = _ask.run_ask_cli

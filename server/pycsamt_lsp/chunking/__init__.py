@@ -88,9 +88,9 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
     """
     import ast
 
-    from ..heap import paused_gc
-    from .docs import chunk_doc
-    from .python import chunk_python
+    from pycsamt_lsp.chunking.docs import chunk_doc
+    from pycsamt_lsp.chunking.python import chunk_python
+    from pycsamt_lsp.index.heap import paused_gc
 
     try:
         text = data.decode("utf-8")

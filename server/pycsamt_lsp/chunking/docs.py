@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ..profile import Profile
-from . import Chunk
+from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.corpus.profile import Profile
 
 __all__ = ["chunk_doc", "split_sections"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import Chunk, FileChunks
+from pycsamt_lsp.chunking import Chunk, FileChunks
 
 __all__ = [
     "PaperIndex",
@@ -218,8 +218,8 @@ class PaperIndex:
     _bm25: Any = None
 
     def __post_init__(self) -> None:
-        from ..index.bm25 import BM25Index
-        from ..index.tokenize import term_counts
+        from pycsamt_lsp.index.bm25 import BM25Index
+        from pycsamt_lsp.index.tokenize import term_counts
 
         self._bm25 = BM25Index.build([term_counts(c.text) for c in self.chunks])
 
@@ -232,8 +232,8 @@ class PaperIndex:
         """Top *k* prose chunks for *query*: fetch ``3k``, keep those that pass."""
         import numpy as np
 
-        from ..index.tokenize import tokenize
-        from ..retrieval import EXPANSION_WEIGHT
+        from pycsamt_lsp.index.tokenize import tokenize
+        from pycsamt_lsp.search.retrieval import EXPANSION_WEIGHT
 
         if not self.chunks or k <= 0:
             return []

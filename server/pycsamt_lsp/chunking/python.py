@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from ..profile import Profile
-from . import Chunk
+from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.corpus.profile import Profile
 
 __all__ = ["chunk_python", "format_params", "module_name", "params_of", "signature_of"]
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..chunking import Chunk
-from .bm25 import BM25Index
-from .tokenize import term_counts
+from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.index.bm25 import BM25Index
+from pycsamt_lsp.index.tokenize import term_counts
 
 __all__ = ["ChunkTable", "Snapshot", "TextSource"]
 

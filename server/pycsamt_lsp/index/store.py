@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import INDEX_VERSION, __version__
-from .bm25 import BM25Index
-from .snapshot import ChunkTable, Snapshot, TextSource
+from pycsamt_lsp import INDEX_VERSION, __version__
+from pycsamt_lsp.index.bm25 import BM25Index
+from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
 
 __all__ = [
     "INDEX_DIRNAME",

@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 
-from .server import PycsamtServer, server
+from pycsamt_lsp.lsp.server import PycsamtServer, server
 
 __all__ = ["python_regions"]
 

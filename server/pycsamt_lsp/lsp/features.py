@@ -3,5 +3,5 @@
 Each feature module registers its handlers on the shared server when imported.
 """
 
-from . import diagnostics  # noqa: E402,F401
-from . import hover as hover  # noqa: F401 - hover, completion, definition, symbols
+from pycsamt_lsp.lsp import diagnostics  # noqa: E402,F401
+from pycsamt_lsp.lsp import hover as hover  # noqa: F401 - hover, completion, definition, symbols

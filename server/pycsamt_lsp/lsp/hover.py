@@ -1,6 +1,6 @@
 """Hover, completion, go to definition and workspace symbols.
 
-``textDocument/hover`` shows the API card (:mod:`pycsamt_lsp.cards`) of the
+``textDocument/hover`` shows the API card (:mod:`pycsamt_lsp.cards.card`) of the
 package symbol under the cursor: in import statements, on names those imports
 bind (aliases included), along attribute chains (``et.estimate_ss_ama``), on
 methods of instances and on keyword arguments at call sites. A name the model
@@ -28,10 +28,16 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..cards import search_symbols, warm
-from ..workspace import QueryError, Workspace
-from .editor import BufferCache, Completion, card_at, complete, current_package
-from .server import PycsamtServer, server
+from pycsamt_lsp.analysis.editor import (
+    BufferCache,
+    Completion,
+    card_at,
+    complete,
+    current_package,
+)
+from pycsamt_lsp.cards.card import search_symbols, warm
+from pycsamt_lsp.lsp.server import PycsamtServer, server
+from pycsamt_lsp.workspace.facade import QueryError, Workspace
 
 __all__: list[str] = []
 

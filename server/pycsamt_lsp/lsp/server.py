@@ -13,7 +13,7 @@ Life of the index inside the server:
    watcher. Bursts are debounced into one refresh that re-hashes the paths,
    re-chunks only changed files and swaps in a new snapshot; the index is
    persisted in the background afterwards.
-3. Commands of :mod:`pycsamt_lsp.commands` run in worker threads; bad
+3. Commands of :mod:`pycsamt_lsp.commands.registry` run in worker threads; bad
    arguments come back as ``InvalidParams`` errors and the server stays up.
 """
 
@@ -31,12 +31,12 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from .. import __version__
-from ..commands import REGISTRY, ArgumentError, parse_args
-from ..corpus import CorpusError, discover_root
-from ..profile import ProfileError, load_profile
-from ..workspace import BuildCancelled, QueryError, Workspace
-from .settings import Settings
+from pycsamt_lsp import __version__
+from pycsamt_lsp.commands.registry import REGISTRY, ArgumentError, parse_args
+from pycsamt_lsp.corpus.discovery import CorpusError, discover_root
+from pycsamt_lsp.corpus.profile import ProfileError, load_profile
+from pycsamt_lsp.lsp.settings import Settings
+from pycsamt_lsp.workspace.facade import BuildCancelled, QueryError, Workspace
 
 __all__ = ["PycsamtServer", "serve", "server"]
 
@@ -265,7 +265,7 @@ def _configure_ask(ls: PycsamtServer) -> None:
     """Hand the answering layer its settings (the key stays in the environment)."""
     if ls.ws is None:
         return
-    from ..context import configure
+    from pycsamt_lsp.answer.context import configure
 
     configure(
         ls.ws,
@@ -562,7 +562,7 @@ def _make_command(name: str):
 
 def register_commands(ls: PycsamtServer) -> None:
     """Register every command of the shared registry (idempotent)."""
-    from .. import api  # noqa: F401 - fills the registry
+    from pycsamt_lsp.commands import handlers as api  # noqa: F401 - fills the registry
 
     for name in sorted(REGISTRY):
         if name not in ls.protocol.fm.commands:
@@ -594,7 +594,7 @@ def serve(
         overrides["indexDir"] = str(Path(index_dir).resolve())
     server.cli_overrides = overrides
     register_commands(server)
-    from . import features  # noqa: F401 - registers editor features
+    from pycsamt_lsp.lsp import features  # noqa: F401 - registers editor features
 
     try:
         if tcp:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .index.snapshot import Snapshot
-from .index.tokenize import tokenize
-from .profile import Profile
+from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.tokenize import tokenize
 
 __all__ = [
     "COMPONENTS",

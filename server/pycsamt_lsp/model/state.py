@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .chunking import FileChunks, chunk_file
-from .index.tokenize import term_counts
-from .package_model import ModuleInfo, PackageModel, module_name_for
-from .profile import Profile
+from pycsamt_lsp.chunking import FileChunks, chunk_file
+from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.index.tokenize import term_counts
+from pycsamt_lsp.model.package import ModuleInfo, PackageModel, module_name_for
 
 __all__ = ["MODEL_FILE", "load_model", "module_files", "process_file", "save_model"]
 
@@ -92,7 +92,7 @@ def sha_hex(data: bytes) -> str:
 
 def save_model(index_dir: Path, model: PackageModel, shas: dict[str, str]) -> None:
     """Write ``package_model.json`` atomically (temp file + rename)."""
-    from .index.store import _atomic_write
+    from pycsamt_lsp.index.store import _atomic_write
 
     doc = {"model": model.to_dict(), "shas": shas}
     _atomic_write(

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..validate import _Index
+from pycsamt_lsp.analysis.validate import _Index
 
 __all__ = [
     "Binding",

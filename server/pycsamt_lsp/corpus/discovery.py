@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .profile import Profile
+from pycsamt_lsp.corpus.profile import Profile
 
 __all__ = [
     "CorpusError",
@@ -92,7 +92,7 @@ def cache_dir() -> Path:
 
 def bundled_recipes_dir() -> Path | None:
     """The recipes shipped with the server (checkout or installed wheel)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent
     for cand in (here / "assistant_recipes", here.parents[1] / "assistant_recipes"):
         if cand.is_dir():
             return cand.resolve()  # the package's entry may be a link to the top folder

@@ -51,7 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .index.tokenize import tokenize
+from pycsamt_lsp.index.tokenize import tokenize
 
 __all__ = [
     "COSINE_FLOOR",
@@ -806,7 +806,7 @@ def _bm25_pool(
     """``ws.query`` with *n* results (beyond its limit of 200 when needed)."""
     if n <= 200:
         return ws.query(query, n, workflow=workflow, kinds=kinds)
-    from .retrieval import RankAux, load_feedback, search, snippet_of
+    from pycsamt_lsp.search.retrieval import RankAux, load_feedback, search, snippet_of
 
     res = ws.query(query, 200, workflow=workflow, kinds=kinds)
     snap = ws.snapshot
@@ -847,7 +847,7 @@ def _bm25_pool(
 
 
 def _item_for(ws: Any, cid: str) -> dict[str, Any] | None:
-    from .retrieval import snippet_of
+    from pycsamt_lsp.search.retrieval import snippet_of
 
     chunk = ws.chunk(cid)
     if chunk is None:

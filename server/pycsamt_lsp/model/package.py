@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .heap import paused_gc
+from pycsamt_lsp.index.heap import paused_gc
 
 __all__ = [
     "MODEL_VERSION",

@@ -23,9 +23,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import __version__, heap
-from .chunking import Chunk, FileChunks, chunk_file
-from .corpus import (
+from pycsamt_lsp import __version__
+from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
+from pycsamt_lsp.corpus.discovery import (
     BUNDLED_PREFIX,
     FileEntry,
     bundled_recipes_dir,
@@ -35,9 +35,17 @@ from .corpus import (
     iter_corpus_files,
     scan_corpus,
 )
-from .index.snapshot import Snapshot
-from .index.store import IndexLoadError, default_index_dir, load_snapshot, save_snapshot
-from .modelstate import (
+from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.index import heap
+from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.store import (
+    IndexLoadError,
+    default_index_dir,
+    load_snapshot,
+    save_snapshot,
+)
+from pycsamt_lsp.model.package import PackageModel
+from pycsamt_lsp.model.state import (
     apply_updates,
     load_model,
     module_files,
@@ -45,9 +53,7 @@ from .modelstate import (
     save_model,
     sha_hex,
 )
-from .package_model import PackageModel
-from .profile import Profile
-from .retrieval import RankAux, load_feedback, search, snippet_of
+from pycsamt_lsp.search.retrieval import RankAux, load_feedback, search, snippet_of
 
 __all__ = ["BuildCancelled", "Progress", "QueryError", "Workspace"]
 
@@ -714,18 +720,18 @@ class Workspace:
 
     def problems(self, code: str) -> list:
         """Import problems of a buffer (validator + retrieval-ranked fixes)."""
-        from .validate import find_problems
+        from pycsamt_lsp.analysis.validate import find_problems
 
         return find_problems(code, self.model, rank=self.rank_candidates)
 
     def validate(self, code: str) -> dict[str, Any]:
         """The seed's ``validate_generated_code`` report against this corpus."""
-        from .validate import validate_generated_code
+        from pycsamt_lsp.analysis.validate import validate_generated_code
 
         return validate_generated_code(code, self.model)
 
     def _manifest_extra(self) -> dict[str, Any]:
-        from .dense import manifest_extra
+        from pycsamt_lsp.search.dense import manifest_extra
 
         return {
             "corpus_root": str(self.root),

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 __all__ = ["PROFILE_DIR", "Profile", "ProfileError", "load_profile"]
 
-PROFILE_DIR = Path(__file__).with_name("profiles")
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
 _WORD = re.compile(r"[a-z0-9]+")
 
 

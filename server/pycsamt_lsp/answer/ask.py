@@ -12,8 +12,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from .commands import ArgumentError, command
-from .context import AskSettings, answer_question, settings_for
+from pycsamt_lsp.answer.context import AskSettings, answer_question, settings_for
+from pycsamt_lsp.commands.registry import ArgumentError, command
 
 __all__ = [
     "AskArgs",
@@ -86,7 +86,7 @@ def format_ask(res: dict[str, Any]) -> str:
 
 @command("pycsamt.ask", AskArgs, title="Ask", heavy=True, fmt=format_ask)
 def run_ask(ws: Any, a: AskArgs) -> dict[str, Any]:
-    """Answer a question from the index (see :mod:`pycsamt_lsp.context`)."""
+    """Answer a question from the index (see :mod:`pycsamt_lsp.answer.context`)."""
     return answer_question(ws, a.question, k=a.k, dense=a.dense)
 
 
@@ -95,7 +95,7 @@ def run_ask(ws: Any, a: AskArgs) -> dict[str, Any]:
 
 def add_cli(subparsers: Any) -> None:
     """Add ``pycsamt-lsp ask QUESTION [-k K] [--dense] [--json] ...``."""
-    from .cli import _common
+    from pycsamt_lsp.cli import _common
 
     p = subparsers.add_parser("ask", help="answer a question with cited sources")
     _common(p)
@@ -122,8 +122,8 @@ def run_ask_cli(
     args: argparse.Namespace, open_workspace
 ) -> tuple[dict[str, Any], Any, int]:
     """Runner for ``_EXTRA_RUNNERS["ask"]``: ``(result, formatter, exit code)``."""
-    from .commands import run_command
-    from .context import configure
+    from pycsamt_lsp.answer.context import configure
+    from pycsamt_lsp.commands.registry import run_command
 
     ws = open_workspace(args)
     changes: dict[str, Any] = {}
@@ -158,7 +158,11 @@ def build_embed(
     ``minilm``, ``hash`` or ``openai[:model]``. Raises ``ValueError`` with a
     readable message when the backend is unavailable or fails.
     """
-    from .dense import EmbeddingError, build_embeddings, resolve_backend
+    from pycsamt_lsp.search.dense import (
+        EmbeddingError,
+        build_embeddings,
+        resolve_backend,
+    )
 
     s = settings or settings_for(ws)
     try:
@@ -179,7 +183,7 @@ def query_dense(
     kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """``pycsamt.query`` with ``dense: true``: RRF of BM25 and vectors, or BM25."""
-    from .dense import dense_query
+    from pycsamt_lsp.search.dense import dense_query
 
     s = settings_for(ws)
     return dense_query(

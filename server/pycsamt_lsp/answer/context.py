@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .chunking import Chunk
+from pycsamt_lsp.chunking import Chunk
 
 __all__ = [
     "CONFIDENCE_FLOOR",
@@ -566,7 +566,7 @@ def api_cards_for(
 ) -> list[dict[str, Any]]:
     """API cards of the retrieved code symbols (``cards.card_for`` when present)."""
     try:
-        from .cards import card_for  # written alongside; optional here
+        from pycsamt_lsp.cards.card import card_for  # written alongside; optional here
     except Exception:  # noqa: BLE001 - not there yet, or broken: metadata cards
         card_for = None
     cards: list[dict[str, Any]] = []
@@ -613,7 +613,7 @@ def related_symbols_for(ws: Any, evidence: list[Evidence], limit: int = 8) -> li
         body = (top.text or "").split("\nCode:", 1)
         calls = _CALLED.findall(body[1]) if len(body) == 2 else []
         try:
-            from .chunking.python import module_name
+            from pycsamt_lsp.chunking.python import module_name
 
             module = module_name(top.source_path)
             model = ws.model
@@ -668,7 +668,7 @@ def assemble(
     use_dense = settings.dense if dense is None else dense
     retrieval, dense_error = "bm25", None
     if use_dense:
-        from .dense import dense_query
+        from pycsamt_lsp.search.dense import dense_query
 
         res = dense_query(
             ws,
@@ -692,7 +692,7 @@ def assemble(
     papers: list[tuple[float, Chunk, float, str]] = []
     if settings.papers:
         try:
-            from .chunking.pdf import paper_index
+            from pycsamt_lsp.chunking.pdf import paper_index
 
             pidx = paper_index(ws, settings.papers_dir)
             if pidx is not None:
@@ -948,7 +948,7 @@ def _catalog(ws: Any, settings: AskSettings) -> dict[str, Any]:
     papers = None
     if settings.papers:
         try:
-            from .chunking.pdf import paper_index
+            from pycsamt_lsp.chunking.pdf import paper_index
 
             pidx = paper_index(ws, settings.papers_dir)
             if pidx is not None:
@@ -1218,7 +1218,7 @@ def answer_question(
     """The ``pycsamt.ask`` result for *question* (see the module docstring)."""
     settings = settings or settings_for(ws)
     if ws.snapshot is None:
-        from .workspace import QueryError
+        from pycsamt_lsp.workspace.facade import QueryError
 
         raise QueryError("the index is not built yet")
     if is_catalog_question(question):

@@ -24,12 +24,12 @@ import weakref
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .chunking.python import format_params
+from pycsamt_lsp.chunking.python import format_params
 
 if TYPE_CHECKING:
-    from .index.snapshot import Snapshot
-    from .package_model import PackageModel, Resolution
-    from .workspace import Workspace
+    from pycsamt_lsp.index.snapshot import Snapshot
+    from pycsamt_lsp.model.package import PackageModel, Resolution
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = [
     "Card",

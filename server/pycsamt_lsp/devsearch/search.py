@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PureWindowsPath
 
-from .profile import Profile
+from pycsamt_lsp.corpus.profile import Profile
 
 __all__ = [
     "MAX_RESULTS",

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .package_model import ABSENT, EXISTS, UNKNOWN, PackageModel, Resolution
+from pycsamt_lsp.model.package import ABSENT, EXISTS, UNKNOWN, PackageModel, Resolution
 
 __all__ = ["Edit", "Fix", "Problem", "find_problems", "validate_generated_code"]
 

@@ -3,7 +3,7 @@ definition, completion candidates. No LSP types: the handlers in
 :mod:`.hover` convert; the benchmark calls these functions directly.
 
 All of it reads the workspace's current model and snapshot (cards are
-cached per model, see :mod:`pycsamt_lsp.cards`), so results follow corpus
+cached per model, see :mod:`pycsamt_lsp.cards.card`), so results follow corpus
 edits the moment the index publishes them. Buffer analyses are cached per
 document version.
 """
@@ -16,12 +16,18 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..cards import Card, card_for
-from ..package_model import module_name_for
-from .buffer import BufferIndex, Ref, absolute_module, analyze, completion_context
+from pycsamt_lsp.analysis.buffer import (
+    BufferIndex,
+    Ref,
+    absolute_module,
+    analyze,
+    completion_context,
+)
+from pycsamt_lsp.cards.card import Card, card_for
+from pycsamt_lsp.model.package import module_name_for
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = [
     "BufferCache",

@@ -708,7 +708,7 @@ def reproducibility(
     """
     if tool_version is None:
         try:
-            from . import __version__ as tool_version
+            from pycsamt_lsp import __version__ as tool_version
         except ImportError:  # pragma: no cover - package always has it
             tool_version = None
     m = dict(manifest or {})

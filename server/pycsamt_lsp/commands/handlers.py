@@ -1,6 +1,6 @@
 """The commands of the engine, registered once for the CLI and the server.
 
-Handlers receive the :class:`~pycsamt_lsp.workspace.Workspace` and the
+Handlers receive the :class:`~pycsamt_lsp.workspace.facade.Workspace` and the
 validated argument dataclass, and return the dict that both front ends show.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .commands import EvalArgs, NoArgs, QueryArgs, command
-from .workspace import Workspace
+from pycsamt_lsp.commands.registry import EvalArgs, NoArgs, QueryArgs, command
+from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["format_query", "format_stats"]
 
@@ -57,7 +57,7 @@ def format_stats(res: dict[str, Any]) -> str:
 @command("pycsamt.query", QueryArgs, title="Query", fmt=format_query)
 def _query(ws: Workspace, a: QueryArgs) -> dict[str, Any]:
     if a.dense:
-        from .ask import query_dense
+        from pycsamt_lsp.answer.ask import query_dense
 
         return query_dense(ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds)
     return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds)
@@ -170,7 +170,7 @@ def format_read(res: dict[str, Any]) -> str:
     fmt=format_search,
 )
 def _search_source(ws: Workspace, a: SearchSourceArgs) -> dict[str, Any]:
-    from .devsearch import search_source
+    from pycsamt_lsp.devsearch.search import search_source
 
     res = search_source(
         ws.root,
@@ -192,7 +192,7 @@ def _search_source(ws: Workspace, a: SearchSourceArgs) -> dict[str, Any]:
     fmt=format_inspect,
 )
 def _inspect_symbol(ws: Workspace, a: InspectSymbolArgs) -> dict[str, Any]:
-    from .devsearch import inspect_symbol
+    from pycsamt_lsp.devsearch.search import inspect_symbol
 
     return inspect_symbol(ws.root, a.path, a.symbol, profile=ws.profile)
 
@@ -205,7 +205,7 @@ def _inspect_symbol(ws: Workspace, a: InspectSymbolArgs) -> dict[str, Any]:
     fmt=format_read,
 )
 def _read_source(ws: Workspace, a: ReadSourceArgs) -> dict[str, Any]:
-    from .devsearch import read_source
+    from pycsamt_lsp.devsearch.search import read_source
 
     return read_source(ws.root, a.path, a.start, a.lines, profile=ws.profile)
 
@@ -217,10 +217,15 @@ def run_eval(ws: Workspace, a: EvalArgs) -> dict[str, Any]:
     """Retrieval metrics on the JSONL suites (``pycsamt.eval``)."""
     from pathlib import Path
 
-    from . import __version__
-    from .evals import ablation, default_suite_paths, evaluate_suites, reproducibility
+    from pycsamt_lsp import __version__
+    from pycsamt_lsp.evals.harness import (
+        ablation,
+        default_suite_paths,
+        evaluate_suites,
+        reproducibility,
+    )
 
-    project_root = Path(__file__).resolve().parents[2]
+    project_root = Path(__file__).resolve().parents[3]
     if a.suiteDir:
         d = Path(a.suiteDir).expanduser()
         if not d.is_dir():
@@ -274,7 +279,7 @@ def run_eval(ws: Workspace, a: EvalArgs) -> dict[str, Any]:
 
 
 def _format_eval(res: dict[str, Any]) -> str:
-    from .evals import format_report
+    from pycsamt_lsp.evals.harness import format_report
 
     return format_report(res)
 
@@ -284,4 +289,4 @@ command("pycsamt.eval", EvalArgs, title="Run Eval", heavy=True, fmt=_format_eval
 )
 
 
-from . import ask  # noqa: E402,F401 - registers pycsamt.ask
+from pycsamt_lsp.answer import ask  # noqa: E402,F401 - registers pycsamt.ask

@@ -1,0 +1,1 @@
+"""Analysis of code the user writes: import validation, buffers, completion contexts."""

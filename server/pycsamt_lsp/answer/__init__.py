@@ -1,0 +1,1 @@
+"""Cited answers: context assembly, the confidence gate, offline and OpenAI answers."""

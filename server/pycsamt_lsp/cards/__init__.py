@@ -1,0 +1,1 @@
+"""API cards of package symbols (hover, completion, context assembly)."""

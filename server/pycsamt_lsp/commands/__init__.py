@@ -1,0 +1,1 @@
+"""The command registry and the command handlers (LSP and CLI share them)."""

@@ -1,0 +1,1 @@
+"""Which files make the corpus: discovery, walking, fingerprints, profiles."""

@@ -1,0 +1,1 @@
+"""Live, bounded developer search over the checkout's source."""

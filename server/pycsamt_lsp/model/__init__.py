@@ -1,0 +1,1 @@
+"""The static package model: what the package defines and exports."""

@@ -1,0 +1,1 @@
+"""Ranking: the seed's BM25 score composition and optional dense fusion."""
