@@ -4,7 +4,9 @@
 # import, the real pyCSAMT sdist as the corpus. `pycsamt.server.python` points to a
 # fresh venv WITHOUT the server: the extension must offer to install its bundled
 # wheel into a private environment (pip fetches the dependencies from the package
-# index), and the squiggle / hover / commands flow then runs on that server.
+# index), and the squiggle / hover / commands flow then runs on that server. Last,
+# a second code-server opens a project without pycsamt (python3 lacks the server):
+# the extension must stay quiet there (status bar item, no popup).
 # Prints where the screenshots are; exits non-zero when a check fails.
 #
 #   PYCSAMT_LSP_CACHE  cache (code-server, node 24, the sdist): ~/.cache/pycsamt-lsp
@@ -70,6 +72,13 @@ if "$BARE_PY" -c 'import pycsamt_lsp' 2>/dev/null; then
   exit 1
 fi
 echo "== pycsamt.server.python: $BARE_PY (no pycsamt_lsp: the extension must install it)"
+# a project without pycsamt, for the last check (the extension stays quiet there);
+# its python3 is the server-less venv
+UNRELATED=$STATE/unrelated-project
+mkdir -p "$UNRELATED" "$STATE/unrelated-bin"
+printf 'import json\n\nprint(json.dumps({"hello": "world"}))\n' > "$UNRELATED/hello.py"
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$BARE_PY" > "$STATE/unrelated-bin/python3"
+chmod +x "$STATE/unrelated-bin/python3"
 # a fresh index in the run's temp state, so the run does not depend on earlier runs
 "$PY" - "$WS/.vscode/settings.json" "$CORPUS" "$BARE_PY" "$STATE/index" <<'PYEOF'
 import json, sys
@@ -103,6 +112,7 @@ PATH="$NODE24_BIN:$PATH" "$CS" --install-extension "$VSIX" --extensions-dir "$ST
 echo "== driving VS Code"
 set +e
 CODE_SERVER=$CS NODE24_BIN=$NODE24_BIN WORKSPACE=$WS SHOTS=$OUT STATE_DIR=$STATE BARE_PYTHON=$BARE_PY \
+  UNRELATED_WS=$UNRELATED UNRELATED_PATH=$STATE/unrelated-bin \
   TIMEOUT_S=${TIMEOUT_S:-120} INSTALL_TIMEOUT_S=${INSTALL_TIMEOUT_S:-480} timeout 900 node "$HERE/vscode_e2e.js"
 rc=$?
 set -e

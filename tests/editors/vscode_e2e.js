@@ -13,6 +13,9 @@
 //   BARE_PYTHON   the `pycsamt.server.python` of the workspace: a Python WITHOUT the
 //                 server; the extension must offer to install its bundled wheel
 //   INSTALL_TIMEOUT_S  wait for that install (venv + pip from the index; default 480)
+//   UNRELATED_WS  optional: a folder without pycsamt, opened afterwards in a second
+//                 code-server with its own user data and UNRELATED_PATH first on PATH
+//                 (its python3 lacks the server): the extension must stay quiet
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -213,6 +216,75 @@ async function freePort() {
     });
     srv.on('error', reject);
   });
+}
+
+/**
+ * An unrelated project: a plain Python folder, no pycsamt setting, python3 without the
+ * server, fresh user data (no private environment). The extension activates on the
+ * Python file but must not pop anything up: the status bar item says it quietly.
+ */
+async function unrelatedProject(ws) {
+  const userData = `${STATE}/user-data-unrelated`;
+  fs.mkdirSync(`${userData}/User`, { recursive: true });
+  fs.copyFileSync(`${STATE}/user-data/User/settings.json`, `${userData}/User/settings.json`);
+  const port = await freePort();
+  const env = { ...process.env, ...XDG };
+  env.PATH = [process.env.UNRELATED_PATH, process.env.NODE24_BIN, env.PATH].filter(Boolean).join(':');
+  const cs = spawn(
+    CS,
+    [
+      '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
+      '--user-data-dir', userData, '--extensions-dir', `${STATE}/extensions`,
+      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', ws,
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let csLog = '';
+  cs.stdout.on('data', (d) => (csLog += d));
+  cs.stderr.on('data', (d) => (csLog += d));
+  let browser;
+  try {
+    await poll(async () => csLog.includes('HTTP server listening') || undefined, 'code-server (unrelated project) to listen', 60000, 100);
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+      env,
+    });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 860 });
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`, { waitUntil: 'domcontentloaded' });
+    await step('unrelated project: the extension activates on a Python file, no popup, a quiet status bar item', async () => {
+      await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
+      await poll(async () => (await page.$('.explorer-folders-view, .explorer-viewlet')) || undefined, 'the explorer', 60000);
+      await sleep(1500);
+      await keys('Control+P');
+      await page.waitForSelector('.quick-input-widget .quick-input-box input', { visible: true, timeout: 20000 });
+      await page.keyboard.type('hello.py', { delay: 20 });
+      await poll(async () => ((await quickPickRows()).some((r) => r.includes('hello.py')) ? true : undefined), 'Quick Open to find hello.py', 20000);
+      await page.keyboard.press('Enter');
+      const status = await poll(async () => {
+        const st = await pycsamtStatus();
+        return /server not installed/.test(st) ? st : undefined;
+      }, 'the status bar item to read "server not installed"', 60000);
+      // the popup, if any, comes right after the status; give it time to show
+      const t1 = Date.now();
+      while (Date.now() - t1 < 5000) {
+        const t = await toastTexts();
+        assert(!/pyCSAMT/.test(t), `a notification popped up: ${t.slice(0, 200)}`);
+        await sleep(250);
+      }
+      const bell = await page
+        .$eval('#status\\.notifications, .statusbar-item[id$="notifications"]', (e) => e.getAttribute('aria-label') || e.innerText)
+        .catch(() => '');
+      await shot('unrelated-project-quiet');
+      return `status ${JSON.stringify(status)}; no pyCSAMT notification for 5 s; notifications: ${JSON.stringify(bell)}`;
+    });
+  } finally {
+    if (browser) await browser.close().catch(() => undefined);
+    cs.kill('SIGTERM');
+    fs.writeFileSync(path.join(SHOTS, 'code-server-unrelated.log'), csLog);
+  }
 }
 
 // ---- the run ---------------------------------------------------------------------
@@ -580,6 +652,11 @@ async function freePort() {
     cs.kill('SIGTERM');
     fs.writeFileSync(path.join(SHOTS, 'code-server.log'), csLog);
     fs.writeFileSync(path.join(SHOTS, 'browser-errors.log'), browserErrors.join('\n'));
+  }
+  if (process.env.UNRELATED_WS) {
+    await unrelatedProject(process.env.UNRELATED_WS).catch((err) =>
+      record('driver (unrelated project)', false, err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : String(err)),
+    );
   }
   const failed = results.filter((r) => !r.ok).length;
   console.log(`# screenshots: ${SHOTS}`);
