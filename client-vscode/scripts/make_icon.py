@@ -8,6 +8,7 @@ the icon can be redrawn anywhere without an imaging library:
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 import zlib
@@ -36,7 +37,9 @@ def _bezier(p: list[tuple[float, float]], n: int = 200) -> list[tuple[float, flo
     return out
 
 
-def _seg_dist(px: float, py: float, a: tuple[float, float], b: tuple[float, float]) -> float:
+def _seg_dist(
+    px: float, py: float, a: tuple[float, float], b: tuple[float, float]
+) -> float:
     ax, ay = a
     bx, by = b
     dx, dy = bx - ax, by - ay
@@ -45,7 +48,9 @@ def _seg_dist(px: float, py: float, a: tuple[float, float], b: tuple[float, floa
     return math.hypot(px - (ax + t * dx), py - (ay + t * dy))
 
 
-def _in_round_rect(x: float, y: float, x0: float, y0: float, x1: float, y1: float, r: float) -> bool:
+def _in_round_rect(
+    x: float, y: float, x0: float, y0: float, x1: float, y1: float, r: float
+) -> bool:
     cx = min(max(x, x0 + r), x1 - r)
     cy = min(max(y, y0 + r), y1 - r)
     return (x - cx) ** 2 + (y - cy) ** 2 <= r * r
@@ -55,7 +60,7 @@ def render() -> bytes:
     curve = _bezier([(22, 86), (50, 88), (52, 26), (76, 34)]) + _bezier(
         [(76, 34), (96, 40), (98, 66), (108, 68)]
     )
-    segs = list(zip(curve, curve[1:], strict=False))
+    segs = list(itertools.pairwise(curve))
     dots = [(34, 84), (50, 72), (64, 45), (84, 38), (102, 62)]
     rows = []
     for y in range(SIZE):
@@ -69,9 +74,15 @@ def render() -> bytes:
                     if not _in_round_rect(px, py, 4, 4, 124, 124, 22):
                         continue
                     col = BG
-                    if (abs(py - 102) < 1.2 and 20 <= px <= 110) or (abs(px - 20) < 1.2 and 20 <= py <= 102):
+                    if (abs(py - 102) < 1.2 and 20 <= px <= 110) or (
+                        abs(px - 20) < 1.2 and 20 <= py <= 102
+                    ):
                         col = AXIS
-                    near = [s for s in segs if abs(s[0][0] - px) < 8 and abs(s[0][1] - py) < 40]
+                    near = [
+                        s
+                        for s in segs
+                        if abs(s[0][0] - px) < 8 and abs(s[0][1] - py) < 40
+                    ]
                     if any(_seg_dist(px, py, a, b) < 3.2 for a, b in near):
                         col = CURVE
                     if any(math.hypot(px - dx, py - dy) < 4.6 for dx, dy in dots):
@@ -83,12 +94,21 @@ def render() -> bytes:
             n = SS * SS
             alpha = acc[3] / n
             # straight (not premultiplied) colour of the covered samples
-            rgb = [round(acc[i] * 255 / acc[3]) for i in range(3)] if acc[3] else [0, 0, 0]
+            rgb = (
+                [round(acc[i] * 255 / acc[3]) for i in range(3)]
+                if acc[3]
+                else [0, 0, 0]
+            )
             row += bytes([*rgb, round(alpha)])
         rows.append(bytes(row))
 
     def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data))
+            + tag
+            + data
+            + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+        )
 
     ihdr = struct.pack(">IIBBBBB", SIZE, SIZE, 8, 6, 0, 0, 0)
     return (
