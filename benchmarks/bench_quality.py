@@ -237,6 +237,20 @@ def routing_accuracy(records: list[dict[str, Any]], decide: Decider) -> dict[str
     return out
 
 
+def routing_by_suite(
+    records: list[dict[str, Any]], decide: Decider
+) -> dict[str, dict[str, Any]]:
+    """:func:`routing_accuracy` per suite (``_suite``) and over all records."""
+    suites: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        suites.setdefault(r.get("_suite") or "?", []).append(r)
+    out = {
+        name: routing_accuracy(recs, decide) for name, recs in sorted(suites.items())
+    }
+    out["ALL"] = routing_accuracy(records, decide)
+    return out
+
+
 def ref_decider(root: Path, records: list[dict[str, Any]]) -> tuple[Decider, dict]:
     """The reference's decisions for ``records`` (one process) as a Decider."""
     res = ref_route(root, records, k=K)
@@ -385,19 +399,19 @@ def bench_corpus(
         decide, raw = ref_decider(ref_copy, routing)
         res["routing"] = {
             "n_records": len(routing),
-            "ref": routing_accuracy(routing, decide),
+            "ref": routing_by_suite(routing, decide),
             "ref_own_metrics": raw["metrics"],
             "ref_registry": raw.get("registry"),
         }
         # our scoring of the reference's decisions must equal its own harness's
-        own = raw["metrics"]
+        own, mine_all = raw["metrics"], res["routing"]["ref"]["ALL"]
         res["routing"]["ref_agrees_with_own_harness"] = all(
-            own.get(f"{f}_accuracy") == res["routing"]["ref"][f"{f}_accuracy"]
+            own.get(f"{f}_accuracy") == mine_all[f"{f}_accuracy"]
             for f, _ in ROUTE_FIELDS
-            if res["routing"]["ref"][f"{f}_accuracy"] is not None
+            if mine_all[f"{f}_accuracy"] is not None
         )
         mine = ours_decider(ours_copy, routing) if routing else None
-        res["routing"]["ours"] = routing_accuracy(routing, mine) if mine else None
+        res["routing"]["ours"] = routing_by_suite(routing, mine) if mine else None
     return res
 
 
@@ -430,13 +444,17 @@ def table(results: dict[str, Any]) -> str:
         )
         rt = res.get("routing")
         if rt:
-            for f, _ in ROUTE_FIELDS:
-                ours = rt["ours"][f"{f}_accuracy"] if rt["ours"] else None
-                ref = rt["ref"][f"{f}_accuracy"]
-                n = str(rt["ref"]["n_" + f])
-                rows.append(
-                    f"{'':<14}{'routing':<22}{n:>8}  {f + ' acc':<15}{_f(ours):>8}{_f(ref):>8}"
-                )
+            for suite, ref_acc in rt["ref"].items():
+                ours_acc = (rt["ours"] or {}).get(suite)
+                label = f"routing {suite}"
+                for f, _ in ROUTE_FIELDS:
+                    ours = ours_acc[f"{f}_accuracy"] if ours_acc else None
+                    ref = ref_acc[f"{f}_accuracy"]
+                    n = str(ref_acc["n_" + f])
+                    rows.append(
+                        f"{'':<14}{label:<22}{n:>8}  {f + ' acc':<15}{_f(ours):>8}{_f(ref):>8}"
+                    )
+                    label = ""
             if not rt.get("ref_agrees_with_own_harness", True):
                 rows.append(
                     f"{'':<46}WARNING: differs from the reference harness's own metrics"
