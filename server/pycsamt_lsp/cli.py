@@ -18,15 +18,12 @@ from pycsamt_lsp import __version__
 from pycsamt_lsp.commands.registry import REGISTRY, ArgumentError, run_command
 from pycsamt_lsp.corpus.discovery import CorpusError, discover_root, fetch_corpus
 from pycsamt_lsp.corpus.profile import ProfileError, load_profile
+from pycsamt_lsp.errors import CliError
 from pycsamt_lsp.workspace.facade import QueryError, Workspace
 
 __all__ = ["main"]
 
 log = logging.getLogger("pycsamt_lsp")
-
-
-class CliError(Exception):
-    """A user-facing failure: printed as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):

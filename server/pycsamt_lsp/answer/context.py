@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.errors import AnswerError, QueryError, RegistryError
 
 __all__ = [
     "CONFIDENCE_FLOOR",
@@ -138,10 +139,6 @@ def _scrub(text: str, secret: str | None) -> str:
 
 
 # -- project registry -----------------------------------------------------------
-
-
-class RegistryError(ValueError):
-    """The project registry file is malformed (the message says where)."""
 
 
 _LINE_TOKEN = re.compile(r"\b([A-Za-z]{1,3}\d{1,4}[A-Za-z]{0,4})\b")
@@ -1069,10 +1066,6 @@ def catalog_answer(
 # -- OpenAI answers ------------------------------------------------------------------
 
 
-class AnswerError(RuntimeError):
-    """The model could not answer (timeout, API error); the message is shown."""
-
-
 SYSTEM_PROMPT = """You answer questions about the Python package `{package}` for a geophysicist, \
 using ONLY the numbered excerpts from the package's source, docs, recipes and papers given below.
 
@@ -1218,8 +1211,6 @@ def answer_question(
     """The ``pycsamt.ask`` result for *question* (see the module docstring)."""
     settings = settings or settings_for(ws)
     if ws.snapshot is None:
-        from pycsamt_lsp.workspace.facade import QueryError
-
         raise QueryError("the index is not built yet")
     if is_catalog_question(question):
         return catalog_answer(ws, question, settings)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pycsamt_lsp.errors import ArgumentError
+
 __all__ = [
     "REGISTRY",
     "ArgumentError",
@@ -23,10 +25,6 @@ __all__ = [
     "parse_args",
     "run_command",
 ]
-
-
-class ArgumentError(ValueError):
-    """A command's argument object is malformed (the message says how)."""
 
 
 @dataclass(frozen=True)

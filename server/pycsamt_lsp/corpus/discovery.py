@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.errors import CorpusError
 
 __all__ = [
     "CorpusError",
@@ -52,10 +53,6 @@ _SKIP_DIRS = frozenset(
         "venv",
     }
 )
-
-
-class CorpusError(RuntimeError):
-    """The corpus root is missing, unreadable, or could not be fetched."""
 
 
 @dataclass(frozen=True, slots=True)

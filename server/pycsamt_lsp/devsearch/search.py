@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PureWindowsPath
 
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.errors import DevSearchError
 
 __all__ = [
     "MAX_RESULTS",
@@ -80,10 +81,6 @@ _SENSITIVE_GLOBS = _words(
     "pypirc"
 )
 _GENERATED_GLOBS = ("*.min.js", "*.min.css", "*.map", "*_pb2.py", "*_pb2_grpc.py")
-
-
-class DevSearchError(ValueError):
-    """A refused path or a bad argument; the message is one clear line."""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pycsamt_lsp.errors import SuiteError
+
 __all__ = [
     "ABLATION_COMPONENTS",
     "CODE_REQUEST_PHRASES",
@@ -191,10 +193,6 @@ _KNOWN_STR_FIELDS = (
     "expected_intent",
     "expected_line",
 )
-
-
-class SuiteError(ValueError):
-    """A suite file is missing or has a malformed line (message says where)."""
 
 
 # ── suites ──────────────────────────────────────────────────────────────────

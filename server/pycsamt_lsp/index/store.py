@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pycsamt_lsp import INDEX_VERSION, __version__
+from pycsamt_lsp.errors import IndexLoadError
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
 
@@ -35,10 +36,6 @@ __all__ = [
 ]
 
 INDEX_DIRNAME = ".pycsamt_rag"
-
-
-class IndexLoadError(RuntimeError):
-    """The persisted index is missing, corrupt or foreign; the message says why."""
 
 
 def _writable(d: Path) -> bool:

@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from pycsamt_lsp.errors import RegistryFileError
+
 __all__ = [
     "LineRegistry",
     "RegistryFileError",
@@ -42,10 +44,7 @@ WORKSPACE_REGISTRY = Path(".pycsamt") / "projects.toml"
 _TEMPLATE_NAMES = ("example_project_registry.yml", "example_project_registry.yaml")
 _LINE_TOKEN = re.compile(r"[A-Za-z]{1,3}[0-9]{1,4}[A-Za-z]{0,4}")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
-
-
-class RegistryFileError(ValueError):
-    """A registry file is unreadable or malformed (the message names the file)."""
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,8 @@ class LineRegistry:
             for k, v in self._key.items()
             if len(k) >= 4 and re.search(r"[A-Z]", k) and re.search(r"[0-9]", k)
         ]
-        self._shapes = {_shape(k) for k in self.lines}
+        self._shapes = {_shape(k.upper()) for k in self.lines}
+        self._shape_lens = {len(k) for k in self.lines}
 
     def add_file(self, path: Path) -> bool:
         """Merge one registry file; on error record one warning and return False."""
@@ -220,25 +220,32 @@ class LineRegistry:
             return None, None
         best: tuple[int, str] | None = None
         unknown: str | None = None
-        for m in _WORD.finditer(text):
-            for piece in (m.group(0), *m.group(0).split("_")):
-                canon = self._key.get(piece.upper())
-                if canon:
-                    best = (m.start(), canon)
-                    break
-            if best:
+        up = text.upper()
+        key = self._key
+        for m in _WORD.finditer(up):
+            tok = m.group(0)
+            canon = key.get(tok)
+            if canon is None and "_" in tok:
+                canon = next((key[p] for p in tok.split("_") if p in key), None)
+            if canon:
+                best = (m.start(), canon)
                 break
-            if unknown is None:
-                tok = m.group(0)
-                if _LINE_TOKEN.fullmatch(tok) and _shape(tok.upper()) in self._shapes:
-                    unknown = tok
+            if (
+                unknown is None
+                and len(tok) in self._shape_lens
+                and _LINE_TOKEN.fullmatch(tok)
+                and _shape(tok) in self._shapes
+            ):
+                unknown = text[m.start() : m.end()]
         # spelled apart / inside other text: compare on the alphanumeric blob
-        chars = [(i, c.upper()) for i, c in enumerate(text) if c.isalnum()]
-        blob = "".join(c for _, c in chars)
-        for key, canon in self._embedded:
-            j = blob.find(key)
-            if j >= 0 and (best is None or chars[j][0] < best[0]):
-                best = (chars[j][0], canon)
+        blob = _NOT_ALNUM.sub("", up)
+        for k, canon in self._embedded:
+            j = blob.find(k)
+            if j < 0:
+                continue
+            pos = _blob_to_text(up, j)
+            if best is None or pos < best[0]:
+                best = (pos, canon)
         if best is None and self._alias_words:
             low = " " + " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split()) + " "
             for words, target in self._alias_words:
@@ -249,6 +256,17 @@ class LineRegistry:
         if best:
             return best[1], None
         return None, unknown
+
+
+def _blob_to_text(text: str, j: int) -> int:
+    """Index in *text* of the *j*-th alphanumeric character."""
+    seen = -1
+    for i, c in enumerate(text):
+        if c.isalnum():
+            seen += 1
+            if seen == j:
+                return i
+    return len(text)
 
 
 def discover_registry_files(*roots: str | Path | None) -> list[Path]:

@@ -51,6 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from pycsamt_lsp.errors import EmbeddingError
 from pycsamt_lsp.index.tokenize import tokenize
 
 __all__ = [
@@ -88,10 +89,6 @@ DEFAULT_OPENAI_EMBED_MODEL = "text-embedding-3-small"
 MINILM_NAME = "minilm:all-MiniLM-L6-v2"
 HASH_DIM = 512
 HASH_NAME = f"hashing-v1-{HASH_DIM}"
-
-
-class EmbeddingError(RuntimeError):
-    """An embedding backend is unavailable or failed (message has no secrets)."""
 
 
 def pool_size(k: int) -> int:

@@ -36,6 +36,7 @@ from pycsamt_lsp.corpus.discovery import (
     scan_corpus,
 )
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.errors import BuildCancelled, QueryError
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.store import (
@@ -53,7 +54,8 @@ from pycsamt_lsp.model.state import (
     save_model,
     sha_hex,
 )
-from pycsamt_lsp.search.retrieval import RankAux, load_feedback, search, snippet_of
+from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
+from pycsamt_lsp.workspace.published import Published
 
 __all__ = ["BuildCancelled", "Progress", "QueryError", "Workspace"]
 
@@ -99,18 +101,10 @@ def _build_in_child(
         conn.close()
 
 
-class BuildCancelled(RuntimeError):
-    """The build was stopped (the server is shutting down)."""
-
-
-class QueryError(ValueError):
-    """A request's arguments are invalid (the message says which)."""
-
-
 @dataclass
 class _State:
-    snapshot: Snapshot | None = None
-    aux: RankAux | None = None
+    #: snapshot and ranking arrays, swapped together in one assignment
+    published: Published | None = None
     builds: int = 0
     loaded_from: str = "none"
     last_reason: str = ""
@@ -152,8 +146,23 @@ class Workspace:
     # -- state ---------------------------------------------------------------
 
     @property
+    def published(self) -> Published | None:
+        """The published snapshot and its ranking arrays, one consistent pair
+        (None before the first build or load). Take it once per request."""
+        return self._state.published
+
+    @property
     def snapshot(self) -> Snapshot | None:
-        return self._state.snapshot
+        """The published snapshot (None before the first build or load)."""
+        pub = self._state.published
+        return pub.snapshot if pub is not None else None
+
+    def require_published(self) -> Published:
+        """The published state; :class:`QueryError` when nothing is built yet."""
+        pub = self._state.published
+        if pub is None:
+            raise QueryError("the index is not built yet")
+        return pub
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -167,12 +176,11 @@ class Workspace:
 
     def _publish(self, snap: Snapshot, how: str) -> None:
         st = self._state
-        old = st.snapshot
-        if how == "update" and old is not None and st.aux is not None:
-            aux = st.aux.extended(snap, len(old.table))  # updates only append slots
+        old = st.published
+        if how == "update" and old is not None:
+            st.published = old.extended(snap)  # updates only append slots
         else:
-            aux = RankAux.of(snap)
-        st.snapshot, st.aux = snap, aux
+            st.published = Published.of(snap)
         st.builds += 1
         st.dirty = True
         st.loaded_from = how
@@ -578,7 +586,7 @@ class Workspace:
             # (read by offset), not in memory. Same content, so no rebuild.
             try:
                 disk, _ = load_snapshot(self.index_dir, profile_name=self.profile.name)
-                st.snapshot, st.aux = disk, RankAux.of(disk)
+                st.published = Published.of(disk)
             except IndexLoadError as exc:
                 log.info("keeping the in-memory snapshot: %s", exc)
             if st.model is not None and st.model_dirty:
@@ -635,8 +643,8 @@ class Workspace:
         if got is None:
             return False
         self._set_model(*got)
-        if notify and st.snapshot is not None:
-            self._notify(st.snapshot)
+        if notify and st.published is not None:
+            self._notify(st.published.snapshot)
         return True
 
     def _refresh_model_only(self, rels: set[str] | None) -> None:
@@ -676,10 +684,10 @@ class Workspace:
         and its re-export count once; the shorter public path is shown. The
         score is reciprocal-rank fusion of the two orders.
         """
-        snap, aux = self._state.snapshot, self._state.aux
-        model = self._state.model
-        if snap is None or aux is None or model is None:
+        pub, model = self._state.published, self._state.model
+        if pub is None or model is None:
             return candidates
+        snap, aux = pub.snapshot, pub.aux
         leaf = dotted.rsplit(".", 1)[-1]
         words = " ".join(p for p in re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", leaf) if p)
         try:
@@ -741,12 +749,6 @@ class Workspace:
 
     # -- requests ------------------------------------------------------------
 
-    def _ready(self) -> tuple[Snapshot, RankAux]:
-        st = self._state
-        if st.snapshot is None or st.aux is None:
-            raise QueryError("the index is not built yet")
-        return st.snapshot, st.aux
-
     def query(
         self,
         query: str,
@@ -763,17 +765,49 @@ class Workspace:
             raise QueryError("'query' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 200:
             raise QueryError("'k' must be an integer from 1 to 200")
+        return self.pool(
+            query,
+            k,
+            workflow=workflow,
+            kinds=kinds,
+            disable=disable,
+            snippets=snippets,
+            per_file=per_file,
+        )
+
+    def pool(
+        self,
+        query: str,
+        n: int,
+        *,
+        workflow: str | None = None,
+        kinds: Collection[str] | None = None,
+        disable: Collection[str] = (),
+        snippets: bool = True,
+        per_file: int | None = 2,
+    ) -> dict[str, Any]:
+        """:meth:`query` without its bound on the result count: the top *n*.
+
+        For callers that rank a candidate pool of their own (dense fusion
+        takes ``max(5k, 50)``): the same ranking, feedback and per-file cap
+        as a query, only longer, so fusing never sees a different BM25 side.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("'query' must be a non-empty string")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise QueryError("the pool size must be a positive integer")
         if workflow is not None and workflow not in self.profile.workflow_names:
             raise QueryError(
                 f"unknown workflow {workflow!r}; known: {', '.join(self.profile.workflow_names)}"
             )
-        snap, aux = self._ready()
+        pub = self.require_published()
+        snap, aux = pub.snapshot, pub.aux
         hits, info = search(
             snap,
             aux,
             self.profile,
             query,
-            k=k,
+            k=n,
             workflow=workflow,
             kinds=kinds,
             feedback=load_feedback(self.feedback_path),
@@ -805,7 +839,7 @@ class Workspace:
             results.append(item)
         return {
             "query": query,
-            "k": k,
+            "k": n,
             "workflow": info["workflow"],
             "expansion": info["expansion"],
             "top_score": round(info["top_score"], 4),
@@ -829,7 +863,7 @@ class Workspace:
     def stats(self) -> dict[str, Any]:
         """Counts by kind and by workflow, fingerprint, state (``pycsamt.stats``)."""
         st = self._state
-        snap = st.snapshot
+        snap = self.snapshot
         if snap is None:
             return {
                 "state": "empty",
