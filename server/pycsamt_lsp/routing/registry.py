@@ -100,7 +100,9 @@ def read_registry_file(path: Path) -> tuple[list[SurveyLine], dict[str, str]]:
     data = _parse(path)
     lines = data.get("lines")
     if not isinstance(lines, dict) or not lines:
-        raise RegistryFileError(f"{path}: needs a 'lines' table with one entry per line")
+        raise RegistryFileError(
+            f"{path}: needs a 'lines' table with one entry per line"
+        )
     project = data.get("project") or {}
     if not isinstance(project, dict):
         raise RegistryFileError(f"{path}: 'project' must be a table")
@@ -111,7 +113,9 @@ def read_registry_file(path: Path) -> tuple[list[SurveyLine], dict[str, str]]:
             raise RegistryFileError(f"{path}: lines.{name} must be a table")
         edi = entry.get("edi_dir")
         if not isinstance(edi, str) or not edi:
-            raise RegistryFileError(f"{path}: lines.{name}.edi_dir must be a path string")
+            raise RegistryFileError(
+                f"{path}: lines.{name}.edi_dir must be a path string"
+            )
         wfs = entry.get("default_workflows") or []
         if not isinstance(wfs, list) or not all(isinstance(w, str) for w in wfs):
             raise RegistryFileError(

@@ -9,9 +9,11 @@ space-padded string: cheap enough to keep routing far below a millisecond.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Cue", "compile_cues", "normalise", "tokens"]
+__all__ = ["Cue", "CueIndex", "compile_cues", "normalise", "tokens"]
 
 _DIMENSION = re.compile(r"\b([0-9])\s*-?\s*d\b")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -82,3 +84,66 @@ def compile_cues(phrases: tuple[str, ...] | list[str]) -> tuple[Cue, ...]:
         fixed = [p[:-1] for p in parts[:-1]] + [parts[-1] if whole else parts[-1][:-1]]
         out.append(Cue(raw, tuple(fixed), float(n_words)))
     return tuple(out)
+
+
+def _key(word: str) -> str:
+    return word[:3]
+
+
+class CueIndex:
+    """Cues indexed by the start of their first word, for one pass over a request.
+
+    Testing every cue with ``str.find`` costs a few hundred substring scans per
+    request; here each word of the request only meets the cues that can start
+    with it, and one :meth:`scan` serves every rule of the router.
+    """
+
+    def __init__(self, items: Iterable[tuple[Cue, Any]]) -> None:
+        self.by_key: dict[str, list[tuple[int, Cue, Any]]] = {}
+        self.gapped: list[tuple[int, Cue, Any]] = []
+        for n, (cue, label) in enumerate(items):
+            if len(cue.parts) > 1:
+                self.gapped.append((n, cue, label))
+                continue
+            first = cue.parts[0].split()[0]
+            self.by_key.setdefault(_key(first), []).append((n, cue, label))
+        self.short = tuple(sorted({len(k) for k in self.by_key if len(k) < 3}))
+
+    def _keys(self, word: str) -> list[str]:
+        keys = [word[:3]]
+        for n in self.short:
+            if n < len(word) or (n == len(word) and n < 3):
+                k = word[:n]
+                if k != keys[0]:
+                    keys.append(k)
+        return keys
+
+    def scan(self, norm: str) -> dict[Any, list[tuple[Cue, int]]]:
+        """Every cue found in the normalised *norm*, once each, grouped by label."""
+        out: dict[Any, list[tuple[Cue, int]]] = {}
+        seen: set[int] = set()
+        by_key = self.by_key
+        i = 0
+        for word in norm.split():
+            for key in self._keys(word):
+                for n, cue, label in by_key.get(key, ()):
+                    if n not in seen and norm.startswith(cue.parts[0], i):
+                        seen.add(n)
+                        out.setdefault(label, []).append((cue, i))
+            i += len(word) + 1
+        for _n, cue, label in self.gapped:
+            pos = cue.find(norm)
+            if pos >= 0:
+                out.setdefault(label, []).append((cue, pos))
+        return out
+
+    def at_start(self, norm: str, label: Any) -> Cue | None:
+        """The *label* cue the normalised *norm* begins with, or None."""
+        words = norm.split()
+        if not words:
+            return None
+        for key in self._keys(words[0]):
+            for _, cue, lab in self.by_key.get(key, ()):
+                if lab == label and norm.startswith(cue.parts[0]):
+                    return cue
+        return None
