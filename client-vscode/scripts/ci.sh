@@ -60,6 +60,19 @@ for f in pycsamt_lsp/settings_schema.json pycsamt_lsp/profiles/pycsamt.toml pycs
   grep -q "$f" <<<"$WHEEL_LIST" || { echo "FAIL: the wheel lacks $f" >&2; exit 1; }
 done
 
+# the wheel's runtime dependencies, named in the extension's install messages
+"$PY" - "$WHEEL" "$WHEELS/dependencies.json" <<'PYEOF'
+import json, re, sys, zipfile
+wheel, out = sys.argv[1:3]
+with zipfile.ZipFile(wheel) as z:
+    meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    lines = z.read(meta).decode("utf-8").splitlines()
+deps = [l.split(":", 1)[1].strip() for l in lines if l.startswith("Requires-Dist:")]
+names = [re.split(r"[\s<>=!~;\[(]", d, maxsplit=1)[0] for d in deps if "extra ==" not in d]
+json.dump({"requires": names}, open(out, "w"))
+print("dependencies:", ", ".join(names))
+PYEOF
+
 echo "== package"
 VERSION=$(node -p "require('./package.json').version")
 VSIX="$HERE/pycsamt-lsp-$VERSION.vsix"
@@ -71,6 +84,7 @@ test -s "$VSIX"
 # 141 (SIGPIPE) whenever grep exits before unzip has written everything
 LISTING=$(unzip -Z1 "$VSIX")
 for f in extension/dist/extension.js extension/images/icon.png "extension/server-wheel/$(basename "$WHEEL")" \
+  extension/server-wheel/dependencies.json \
   extension/walkthrough/server.md; do
   grep -qx "$f" <<<"$LISTING" || { echo "FAIL: $VSIX lacks $f" >&2; exit 1; }
 done

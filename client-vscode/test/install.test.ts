@@ -10,7 +10,11 @@ import {
 } from '../src/common/install';
 import { importsPycsamt, pycsamtProjectReason } from '../src/common/relevance';
 
-const WHEEL = { path: '/ext/server-wheel/pycsamt_lsp-0.1.0-py3-none-any.whl', version: '0.1.0' };
+const WHEEL = {
+  path: '/ext/server-wheel/pycsamt_lsp-0.1.0-py3-none-any.whl',
+  version: '0.1.0',
+  requires: ['pygls', 'lsprotocol', 'numpy', 'watchfiles', 'PyYAML'],
+};
 const VENV = '/storage/server-venv';
 const VPY = '/storage/server-venv/bin/python';
 const ok = (stdout = ''): RunResult => ({ code: 0, stdout, stderr: '' });
@@ -45,8 +49,16 @@ function request(run: any, exists = (_p: string) => false) {
 
 describe('the bundled wheel and the private environment', () => {
   it('finds the newest pycsamt_lsp wheel', () => {
-    const w = findBundledWheel('/ext/server-wheel', () => ['README', 'pycsamt_lsp-0.1.0-py3-none-any.whl', 'pycsamt_lsp-0.10.0-py3-none-any.whl', 'other-1.0-py3-none-any.whl']);
-    assert.deepEqual(w, { path: '/ext/server-wheel/pycsamt_lsp-0.10.0-py3-none-any.whl', version: '0.10.0' });
+    const names = ['README', 'dependencies.json', 'pycsamt_lsp-0.1.0-py3-none-any.whl', 'pycsamt_lsp-0.10.0-py3-none-any.whl', 'other-1.0-py3-none-any.whl'];
+    const read = (p: string) => {
+      assert.equal(p, '/ext/server-wheel/dependencies.json');
+      return '{"requires": ["pygls", "numpy", "PyYAML"]}';
+    };
+    const w = findBundledWheel('/ext/server-wheel', () => names, read);
+    assert.deepEqual(w, { path: '/ext/server-wheel/pycsamt_lsp-0.10.0-py3-none-any.whl', version: '0.10.0', requires: ['pygls', 'numpy', 'PyYAML'] });
+    // without the list (an older build): the usual names
+    const old = findBundledWheel('/ext/server-wheel', () => names, () => { throw new Error('ENOENT'); });
+    assert.deepEqual(old!.requires, ['pygls', 'lsprotocol', 'numpy', 'watchfiles']);
     assert.equal(findBundledWheel('/nope', () => { throw new Error('ENOENT'); }), undefined);
     assert.equal(findBundledWheel('/ext', () => []), undefined);
   });
@@ -109,6 +121,19 @@ describe('installServer', () => {
     assert.equal((r as any).stage, 'pip');
     assert.match((r as any).message, /"pygls<3,>=2\.1" could not be fetched from the package index \(no network/);
     assert.match((r as any).message, /--no-index --find-links/);
+  });
+
+  it('names the wheel\'s dependencies when pip does not say which one failed', async () => {
+    const { run } = runner([
+      [isVersion, ok('3.11')],
+      [isVenv, ok()],
+      [isOffline, fail('ERROR: No matching distribution found for pygls<3,>=2.1')],
+      [isIndex, fail('WARNING: Retrying... Failed to establish a new connection: [Errno 101] Network is unreachable\nERROR: Could not install packages')],
+    ]);
+    const { req, progress } = request(run);
+    const r = await installServer(req);
+    assert.match((r as any).message, /its dependencies \(pygls, lsprotocol, numpy, watchfiles, PyYAML\) could not be fetched/);
+    assert.ok(progress.some((p) => /PyYAML/.test(p)));
   });
 
   it('reuses a working private environment (an update stays offline)', async () => {

@@ -8,7 +8,8 @@
  *   2. offline first: `pip install --no-index --find-links <wheel dir> <wheel>`, which
  *      works when the dependencies are already there (a re-install or an update of
  *      the private environment, or wheels in a `PIP_FIND_LINKS` folder);
- *   3. else the same with the package index, for the dependencies only;
+ *   3. else the same with the package index, for the dependencies only (named from
+ *      `server-wheel/dependencies.json`, the wheel's Requires-Dist);
  *   4. `import pycsamt_lsp` in the new environment.
  *
  * No VS Code API here: processes run through an injected `RunFn`, so the unit tests
@@ -23,8 +24,8 @@ export const WHEEL_DIR = 'server-wheel';
 export const VENV_DIR = 'server-venv';
 /** The server's `requires-python`. */
 export const MIN_PYTHON: readonly [number, number] = [3, 11];
-/** What pip fetches from the index when the private environment is new. */
-export const SERVER_DEPENDENCIES = 'pygls, lsprotocol, numpy, watchfiles';
+/** Named when `server-wheel/dependencies.json` (written by scripts/ci.sh) is absent. */
+export const FALLBACK_DEPENDENCIES = ['pygls', 'lsprotocol', 'numpy', 'watchfiles'];
 
 export interface RunResult {
   code: number | null;
@@ -76,12 +77,15 @@ export const runProcess: RunFn = (file, args, opts) =>
 export interface BundledWheel {
   path: string;
   version: string;
+  /** The wheel's runtime dependencies (what pip fetches into a new environment). */
+  requires: string[];
 }
 
 /** The server wheel shipped in `<extension>/server-wheel/`, if any (newest version). */
 export function findBundledWheel(
   wheelDir: string,
   readdir: (dir: string) => string[] = (d) => fs.readdirSync(d),
+  readFile: (p: string) => string = (p) => fs.readFileSync(p, 'utf8'),
 ): BundledWheel | undefined {
   let names: string[];
   try {
@@ -93,7 +97,19 @@ export function findBundledWheel(
     .map((n) => ({ n, m: /^pycsamt_lsp-([^-]+)-.*\.whl$/.exec(n) }))
     .filter((x): x is { n: string; m: RegExpExecArray } => x.m !== null)
     .sort((a, b) => compareVersions(b.m[1], a.m[1]));
-  return wheels.length ? { path: path.join(wheelDir, wheels[0].n), version: wheels[0].m[1] } : undefined;
+  if (!wheels.length) {
+    return undefined;
+  }
+  let requires = FALLBACK_DEPENDENCIES;
+  try {
+    const r = (JSON.parse(readFile(path.join(wheelDir, 'dependencies.json'))) as { requires?: unknown }).requires;
+    if (Array.isArray(r) && r.every((x) => typeof x === 'string')) {
+      requires = r;
+    }
+  } catch {
+    // an older build without the list: name the usual ones
+  }
+  return { path: path.join(wheelDir, wheels[0].n), version: wheels[0].m[1], requires };
 }
 
 function compareVersions(a: string, b: string): number {
@@ -156,14 +172,14 @@ export function looksOffline(stderr: string): boolean {
 }
 
 /** The message for a pip failure in both attempts. */
-export function pipFailureMessage(index: RunResult, py: string, wheel: string): string {
+export function pipFailureMessage(index: RunResult, py: string, wheel: BundledWheel): string {
   const req = missingRequirement(index.stderr);
-  const what = req ? `the dependency "${req}"` : `its dependencies (${SERVER_DEPENDENCIES})`;
+  const what = req ? `the dependency "${req}"` : `its dependencies (${wheel.requires.join(', ')})`;
   if (req || looksOffline(index.stderr)) {
     return (
       `pyCSAMT LSP: could not install the server: ${what} could not be fetched from the package index ` +
       `(no network, or a proxy?). Connect and run "pyCSAMT: Install Server" again, or install them offline: ` +
-      `\`${py} -m pip install --no-index --find-links <folder of wheels> ${wheel}\`.`
+      `\`${py} -m pip install --no-index --find-links <folder of wheels> ${wheel.path}\`.`
     );
   }
   return `pyCSAMT LSP: could not install the server with pip: ${tail(index)}. See the "pyCSAMT LSP" output.`;
@@ -220,10 +236,10 @@ export async function installServer(req: InstallRequest): Promise<InstallResult>
   if (offline.code !== 0) {
     const req1 = missingRequirement(offline.stderr);
     req.log(`Offline install incomplete${req1 ? ` (${req1} is not present)` : ''}; fetching the dependencies from the package index.`);
-    req.progress(`downloading the server's dependencies (${SERVER_DEPENDENCIES})`);
+    req.progress(`downloading the server's dependencies (${req.wheel.requires.join(', ')})`);
     const index = await req.run(py, [...pip, req.wheel.path], { timeoutMs: PIP_TIMEOUT_MS, onLine });
     if (index.code !== 0) {
-      return { ok: false, stage: 'pip', message: pipFailureMessage(index, py, req.wheel.path) };
+      return { ok: false, stage: 'pip', message: pipFailureMessage(index, py, req.wheel) };
     }
     source = 'index';
   }
