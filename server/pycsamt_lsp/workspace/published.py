@@ -1,0 +1,37 @@
+"""The one immutable state a :class:`~pycsamt_lsp.workspace.facade.Workspace` publishes.
+
+A reader on another thread (hover, a query in the server's pool) must never
+see a new snapshot with the ranking arrays of an old one, or the reverse.
+Both live in one frozen :class:`Published`, and the workspace swaps that
+object with one attribute assignment (atomic under the GIL): a reader takes
+``ws.published`` once and works on a consistent pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.search.retrieval import RankAux
+
+__all__ = ["Published"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Published:
+    """A snapshot and the ranking arrays built for exactly that snapshot."""
+
+    snapshot: Snapshot
+    aux: RankAux
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> Published:
+        """The state for *snapshot*, ranking arrays computed from scratch."""
+        return cls(snapshot, RankAux.of(snapshot))
+
+    def extended(self, snapshot: Snapshot) -> Published:
+        """The state for *snapshot*, an update of this one (it only appends
+        slots, so the ranking arrays are extended, not recomputed)."""
+        return Published(
+            snapshot, self.aux.extended(snapshot, len(self.snapshot.table))
+        )
