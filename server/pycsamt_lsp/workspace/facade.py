@@ -54,6 +54,7 @@ from pycsamt_lsp.model.state import (
     save_model,
     sha_hex,
 )
+from pycsamt_lsp.search.dense.service import DenseService
 from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
 from pycsamt_lsp.workspace.published import Published
 
@@ -142,6 +143,11 @@ class Workspace:
         self.long_lived = long_lived
         self._child: multiprocessing.process.BaseProcess | None = None
         self._cancelled = False
+        # -- the services this workspace owns: every cache lives in one of
+        # them, none points back here (a dropped workspace is freed by
+        # reference counting, with all of them)
+        #: the dense vectors of this index folder and the loaded backends
+        self.dense = DenseService(self.index_dir)
 
     # -- state ---------------------------------------------------------------
 
@@ -739,12 +745,10 @@ class Workspace:
         return validate_generated_code(code, self.model)
 
     def _manifest_extra(self) -> dict[str, Any]:
-        from pycsamt_lsp.search.dense import manifest_extra
-
         return {
             "corpus_root": str(self.root),
             "profile": self.profile.name,
-            **manifest_extra(self.index_dir),
+            **self.dense.manifest_extra(),
         }
 
     # -- requests ------------------------------------------------------------

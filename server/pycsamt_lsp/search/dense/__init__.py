@@ -1,0 +1,80 @@
+"""Optional dense retrieval: embedding backends, ``embeddings.npz``, RRF fusion.
+
+Opt-in (``pycsamt-lsp build --embed``, ``query --dense``, the ``dense``
+setting) and never required. The parts, one purpose each:
+
+- :mod:`.minilm` — the packaged all-MiniLM-L6-v2 run by a numpy BERT encoder;
+- :mod:`.backends` — hashing, MiniLM and OpenAI embedding backends;
+- :mod:`.store` — ``embeddings.npz``: reading, writing, (re)building;
+- :mod:`.fusion` — the dense ranking and its RRF fusion with BM25;
+- :mod:`.service` — a workspace's loaded vectors and backends.
+"""
+
+from __future__ import annotations
+
+from pycsamt_lsp.search.dense.backends import (
+    DEFAULT_OPENAI_EMBED_MODEL,
+    HASH_NAME,
+    MINILM_NAME,
+    Backends,
+    EmbeddingBackend,
+    EmbeddingError,
+    HashingBackend,
+    MiniLMBackend,
+    OpenAIBackend,
+    backend_for,
+    l2_normalize,
+    resolve_backend,
+)
+from pycsamt_lsp.search.dense.fusion import (
+    COSINE_FLOOR,
+    RRF_K,
+    dense_query,
+    dense_ranking,
+    fused_order,
+    pool_size,
+    rrf_fuse,
+)
+from pycsamt_lsp.search.dense.minilm import minilm_available, minilm_model_dir
+from pycsamt_lsp.search.dense.service import DenseService
+from pycsamt_lsp.search.dense.store import (
+    MAX_EMBED_CHARS,
+    VECTOR_FILENAME,
+    EmbeddingStore,
+    build_embeddings,
+    load_store,
+    manifest_extra,
+    save_store,
+)
+
+__all__ = [
+    "COSINE_FLOOR",
+    "DEFAULT_OPENAI_EMBED_MODEL",
+    "HASH_NAME",
+    "MAX_EMBED_CHARS",
+    "MINILM_NAME",
+    "RRF_K",
+    "VECTOR_FILENAME",
+    "Backends",
+    "DenseService",
+    "EmbeddingBackend",
+    "EmbeddingError",
+    "EmbeddingStore",
+    "HashingBackend",
+    "MiniLMBackend",
+    "OpenAIBackend",
+    "backend_for",
+    "build_embeddings",
+    "dense_query",
+    "dense_ranking",
+    "fused_order",
+    "l2_normalize",
+    "load_store",
+    "manifest_extra",
+    "minilm_available",
+    "minilm_model_dir",
+    "pool_size",
+    "resolve_backend",
+    "rrf_fuse",
+    "save_store",
+]

@@ -1,0 +1,210 @@
+"""Dense + BM25 fusion for ``pycsamt.query`` with ``dense: true`` (DESIGN 5).
+
+Cosine on L2-normalised vectors with a floor of 0.20, the top ``max(5k,
+50)`` of the BM25 and of the dense ranking, combined by reciprocal rank
+fusion ``sum 1 / (60 + rank)`` with 0-based ranks; a chunk missing from one
+ranking contributes nothing from it. The BM25 side is the workspace's own
+ranking (:meth:`Workspace.pool`: same feedback, same per-file cap as a
+query), only longer.
+
+Dense retrieval is opt-in and never required: every failure on the query
+path (no vectors, backend missing, network error, dimension mismatch)
+degrades silently to BM25 and the result says which path ran
+(``"retrieval": "bm25"`` with ``dense_error``, or ``"dense+bm25"``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pycsamt_lsp.search.dense.backends import (
+    EmbeddingBackend,
+    EmbeddingError,
+    l2_normalize,
+    scrub,
+)
+from pycsamt_lsp.search.dense.store import VECTOR_FILENAME, EmbeddingStore
+from pycsamt_lsp.search.retrieval import snippet_of
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.workspace.facade import Workspace
+
+__all__ = [
+    "COSINE_FLOOR",
+    "RRF_K",
+    "dense_query",
+    "dense_ranking",
+    "fused_order",
+    "pool_size",
+    "rrf_fuse",
+]
+
+log = logging.getLogger(__name__)
+
+COSINE_FLOOR = 0.20
+RRF_K = 60
+
+
+def pool_size(k: int) -> int:
+    """How many of each ranking enter the fusion: ``max(5k, 50)``."""
+    return max(5 * int(k), 50)
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion: ``id -> sum over rankings of 1 / (k + rank)``.
+
+    Ranks are 0-based; an id absent from a ranking gets nothing from it.
+    A duplicate id within one ranking counts at its best rank only.
+    """
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        seen: set[str] = set()
+        for rank, item in enumerate(ranking):
+            if item in seen:
+                continue
+            seen.add(item)
+            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def fused_order(fused: dict[str, float]) -> list[str]:
+    """Ids by fused score, ties broken by id (deterministic)."""
+    return sorted(fused, key=lambda i: (-fused[i], i))
+
+
+def _item_for(ws: Workspace, cid: str) -> dict[str, Any] | None:
+    chunk = ws.chunk(cid)
+    if chunk is None:
+        return None
+    return {
+        "id": chunk.id,
+        "kind": chunk.kind,
+        "workflow": chunk.workflow,
+        "symbol": chunk.symbol,
+        "source_path": chunk.source_path,
+        "line_start": chunk.line_start,
+        "line_end": chunk.line_end,
+        "score": 0.0,
+        "uri": ws.uri_of(chunk.source_path),
+        "label": chunk.label,
+        "snippet": snippet_of(chunk.text),
+    }
+
+
+def dense_ranking(
+    ws: Workspace,
+    store: EmbeddingStore,
+    qvec: np.ndarray,
+    n: int,
+    *,
+    kinds: Collection[str] | None = None,
+) -> list[tuple[str, float]]:
+    """Top *n* ``(chunk id, cosine)`` of the live, fresh rows at or above the floor."""
+    snap = ws.require_published().snapshot
+    q = l2_normalize(qvec)[0]
+    if q.shape[0] != store.dim:
+        raise EmbeddingError(
+            f"query vector has dimension {q.shape[0]}, the index {store.dim}"
+        )
+    table = snap.table
+    live: dict[str, int] = {}
+    for _sha, slots in snap.files.values():
+        for s in slots:
+            live[table.ids[s]] = s
+    kind_ok = set(kinds) if kinds else None
+    valid = np.zeros(len(store.ids), bool)
+    for i, cid in enumerate(store.ids):
+        s = live.get(cid)
+        if s is None:
+            continue
+        rel = store.paths[i]
+        entry = snap.files.get(rel)
+        if entry is None or entry[0] != store.file_sha[i]:
+            continue  # the file changed since it was embedded
+        if kind_ok is not None and table.kinds[s] not in kind_ok:
+            continue
+        valid[i] = True
+    cos = store.vectors @ q
+    idx = np.flatnonzero(valid & (cos >= COSINE_FLOOR))
+    order = sorted(idx.tolist(), key=lambda i: (-float(cos[i]), store.ids[i]))[:n]
+    return [(store.ids[i], float(cos[i])) for i in order]
+
+
+def dense_query(
+    ws: Workspace,
+    query: str,
+    k: int = 10,
+    *,
+    workflow: str | None = None,
+    kinds: Collection[str] | None = None,
+    backend: EmbeddingBackend | None = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    """``pycsamt.query`` with dense fusion; BM25 alone when dense fails.
+
+    The result has the shape of :meth:`Workspace.query` plus ``retrieval``
+    (``"dense+bm25"`` or ``"bm25"``) and, on the BM25 path, ``dense_error``.
+    ``top_score`` stays the BM25 ``s_max`` (the confidence proxy); in fused
+    results ``score`` is the RRF score, with ``bm25_score`` and ``cosine``.
+    """
+    n = pool_size(k)
+    pool = ws.pool(query, n, workflow=workflow, kinds=kinds)
+    bm_results = pool["results"]
+    try:
+        store = ws.dense.load_store()
+        if store is None:
+            raise EmbeddingError(
+                f"no {VECTOR_FILENAME} in {ws.index_dir} (run `pycsamt-lsp build --embed`)"
+            )
+        be = backend or ws.dense.backend_for(
+            store.model, api_key=api_key, base_url=base_url, timeout=timeout
+        )
+        if be.name != store.model:
+            raise EmbeddingError(
+                f"backend {be.name!r} does not match the stored model {store.model!r}"
+            )
+        qvec = be.embed([query])
+        ranked = dense_ranking(ws, store, qvec, n, kinds=kinds)
+    except Exception as exc:  # noqa: BLE001 - any failure: BM25 alone, silently
+        reason = scrub(f"{exc}", api_key or os.environ.get("OPENAI_API_KEY"))
+        log.info("dense retrieval unavailable, using BM25: %s", reason)
+        out = dict(pool)
+        out["k"] = k
+        out["results"] = bm_results[:k]
+        out["retrieval"] = "bm25"
+        out["dense_error"] = reason
+        return out
+    bm_ids = [r["id"] for r in bm_results]
+    dense_ids = [cid for cid, _ in ranked]
+    cosine = dict(ranked)
+    fused = rrf_fuse([bm_ids, dense_ids])
+    by_id = {r["id"]: r for r in bm_results}
+    results = []
+    for cid in fused_order(fused):
+        if len(results) >= k:
+            break
+        base = by_id.get(cid)
+        item = dict(base) if base is not None else _item_for(ws, cid)
+        if item is None:
+            continue
+        item["bm25_score"] = base["score"] if base is not None else None
+        item["cosine"] = round(cosine[cid], 4) if cid in cosine else None
+        item["score"] = round(fused[cid], 6)
+        item["rank"] = len(results) + 1
+        results.append(item)
+    out = dict(pool)
+    out.update(
+        k=k,
+        results=results,
+        retrieval="dense+bm25",
+        embed_model=store.model,
+        n_dense=len(dense_ids),
+    )
+    return out

@@ -1,0 +1,93 @@
+"""A workspace's dense retrieval state: its loaded vectors and backends.
+
+Each :class:`~pycsamt_lsp.workspace.facade.Workspace` owns one
+:class:`DenseService` for its index folder, so two workspaces in one
+process never see each other's vectors or loaded models. It holds no
+reference back to the workspace (a dropped workspace is freed by reference
+counting, with everything it owns).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from pycsamt_lsp.search.dense.backends import (
+    Backends,
+    EmbeddingBackend,
+    backend_for,
+    resolve_backend,
+)
+from pycsamt_lsp.search.dense.store import (
+    EmbeddingStore,
+    describe_store,
+    load_store,
+    store_signature,
+)
+
+__all__ = ["DenseService"]
+
+
+class DenseService:
+    """The vectors of one index folder (reloaded when the file changes) and
+    the local embedding backends loaded for them."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.index_dir = Path(index_dir)
+        self.backends = Backends()
+        self._lock = threading.Lock()
+        self._loaded: tuple[tuple[int, int], EmbeddingStore] | None = None
+
+    def load_store(self) -> EmbeddingStore | None:
+        """The persisted vectors (cached on the file's mtime and size), or None."""
+        sig = store_signature(self.index_dir)
+        if sig is None:
+            return None
+        with self._lock:
+            hit = self._loaded
+            if hit is not None and hit[0] == sig:
+                return hit[1]
+        store = load_store(self.index_dir)
+        if store is not None:
+            with self._lock:
+                self._loaded = (sig, store)
+        return store
+
+    def manifest_extra(self) -> dict[str, Any]:
+        """What the index manifest records about the vectors."""
+        return describe_store(self.load_store())
+
+    def resolve_backend(
+        self,
+        spec: str | None = "auto",
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+    ) -> EmbeddingBackend:
+        """:func:`~.backends.resolve_backend` with this workspace's loaded models."""
+        return resolve_backend(
+            spec,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            cache=self.backends,
+        )
+
+    def backend_for(
+        self,
+        name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+    ) -> EmbeddingBackend:
+        """The backend for stored vectors named *name*, kept when local."""
+        return backend_for(
+            name,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            cache=self.backends,
+        )
