@@ -47,6 +47,11 @@ class Profile:
     identity_markers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     workflow_paths: tuple[tuple[str, str], ...] = ()
     expansions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # request routing (``pycsamt_lsp.routing``): cue phrases per intent rule,
+    # descriptor phrases per workflow, and the clarifying-question template
+    intents: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    workflow_descriptors: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    clarify_question: str = ""
     source: str = field(default="", compare=False)
 
     # -- file policy -------------------------------------------------------
@@ -207,6 +212,11 @@ def profile_from_dict(data: dict, source: str = "") -> Profile:
         ),
         workflow_paths=wf_paths,
         expansions=_pairs_of_lists(data.get("expansions", []), "expansions"),
+        intents=_pairs_of_lists(data.get("intents", {}), "intents"),
+        workflow_descriptors=_pairs_of_lists(
+            data.get("workflow_descriptors", {}), "workflow_descriptors"
+        ),
+        clarify_question=str((data.get("routing") or {}).get("clarify_question", "")),
         source=source,
     )
 
