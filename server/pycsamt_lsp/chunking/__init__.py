@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["CHUNK_KINDS", "Chunk"]
+
+#: One encoder for every chunk line: ``json.dumps(..., ensure_ascii=False)``
+#: builds a new encoder per call when given options.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 
 CHUNK_KINDS = (
     "python_symbol",
@@ -37,8 +42,27 @@ class Chunk:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (one line of ``chunks.jsonl``)."""
-        return asdict(self)
+        """JSON-serialisable form (one line of ``chunks.jsonl``).
+
+        Shallow: ``metadata`` is the chunk's own dict, not a copy
+        (``dataclasses.asdict`` deep-copied every parameter table, most of
+        the cost of persisting an index). Callers serialise it, never
+        mutate it.
+        """
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source_path": self.source_path,
+            "kind": self.kind,
+            "symbol": self.symbol,
+            "workflow": self.workflow,
+            "priority": self.priority,
+            "metadata": self.metadata,
+        }
+
+    def json_line(self) -> bytes:
+        """The chunk's ``chunks.jsonl`` line (UTF-8, newline-terminated)."""
+        return (_ENCODE(self.to_dict()) + "\n").encode("utf-8")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:

@@ -132,7 +132,7 @@ class ChunkTable:
         c = self.in_memory.get(slot)
         if c is not None or self.source is None or self.offsets is None:
             c = c or self.get(slot)
-            return (json.dumps(c.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+            return c.json_line()
         start = int(self.offsets[slot])
         return self.source.read_raw(start, int(self.offsets[slot + 1]) - start)
 
