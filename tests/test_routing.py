@@ -314,6 +314,13 @@ def test_science_questions_keep_the_science_scope(registry, profile, text) -> No
             "sensitivity",
             "L26PLT",
         ),
+        ("load the EDI files from /data/willy/L99", "workflow", None, None),
+        ("give me an overview of L30PLT", "metrics", None, "L30PLT"),
+        ("thanks so much", "meta", None, None),
+        ("hi, run qc on L22PLT", "workflow", "qc", "L22PLT"),
+        # an action with neither a workflow nor a line has nothing to plan
+        ("analyse the whole survey", "clarify", None, None),
+        ("apply the saved checkpoint", "clarify", None, None),
     ],
 )
 def test_intent_rules(registry, profile, text, intent, workflow, line) -> None:

@@ -104,8 +104,19 @@ class _Cues:
         self.vague = frozenset(
             w for p in raw.get("vague", ()) for w in normalise(p).split()
         )
+        # action cues match at a word start ("analys" -> "analyse"), so a word
+        # is an action word when it begins with one (whole-word cues: equals)
         self.action_words = frozenset(
-            w for p in raw.get("action", ()) for w in normalise(p).split()
+            w
+            for p in raw.get("action", ())
+            if p.endswith(" ")
+            for w in normalise(p).split()
+        )
+        self.action_prefixes = tuple(
+            w
+            for p in raw.get("action", ())
+            if not p.endswith(" ")
+            for w in normalise(p).split()
         )
         self.template = getattr(profile, "clarify_question", "") or (
             "Which workflow should I run ({workflows}), and on which survey line ({lines})?"
@@ -155,7 +166,10 @@ class Router:
 
     def _has_content(self, norm: str, line_names: set[str]) -> bool:
         for w in norm.split():
-            if w in _STOP or w in self.cues.vague or w in self.cues.action_words:
+            k = self.cues
+            if w in _STOP or w in k.vague or w in k.action_words:
+                continue
+            if k.action_prefixes and w.startswith(k.action_prefixes):
                 continue
             if w.upper() in line_names:
                 continue
@@ -235,8 +249,17 @@ class Router:
 
         if not norm.strip():
             return done("clarify", 0.5, "empty")
-        if " ".join(norm.split()) in k.greetings:
+        words = norm.split()
+        if " ".join(words) in k.greetings:
             return done("meta", 0.95, "greeting")
+        for n in (3, 2, 1):  # "thanks a lot", "hi there": a greeting and nothing else
+            if (
+                len(words) > n
+                and " ".join(words[:n]) in k.greetings
+                and line is None
+                and not self._has_content(" " + " ".join(words[n:]) + " ", names)
+            ):
+                return done("meta", 0.9, "greeting")
 
         hits = k.index.scan(norm)
         scope = self._developer(text, norm, hits)
@@ -280,10 +303,11 @@ class Router:
                 return done("plot", 0.75, "plot", wf=wf)
             return done("clarify", 0.7, "plot without a subject")
         if actionable:
-            if subject or self._has_content(norm, names):
-                conf = 0.8 if wf or line else 0.55
-                return done("workflow", conf + min(margin, 2.0) * 0.05, "action", wf=wf)
-            return done("clarify", 0.75, "action without a subject")
+            # a workflow plan needs a workflow or a line (whose defaults it runs)
+            if subject:
+                conf = 0.8 + min(margin, 2.0) * 0.05
+                return done("workflow", conf, "action", wf=wf)
+            return done("clarify", 0.7, "action without a workflow or line")
         if questionlike or "api_doc" in hits:
             return done("question", 0.8, "question", wf=wf)
         if subject:
