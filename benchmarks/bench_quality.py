@@ -85,8 +85,11 @@ OUR_DRIVER = r"""
 import json, sys, time
 from pathlib import Path
 try:  # feature-folder layout
-    import pycsamt_lsp.commands.handlers  # registers the commands, as the CLI does
-    from pycsamt_lsp.commands.registry import run_command
+    try:  # the explicit registry (issue 13)
+        from pycsamt_lsp.commands.catalog import run_command
+    except ImportError:  # commands registered by importing the handlers
+        import pycsamt_lsp.commands.handlers
+        from pycsamt_lsp.commands.registry import run_command
     from pycsamt_lsp.corpus.profile import load_profile
     from pycsamt_lsp.workspace.facade import Workspace
 except ImportError:  # flat layout, before the reorganisation

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from pycsamt_lsp.cli import main
-from pycsamt_lsp.commands import handlers as api  # noqa: F401 - registers the commands
-from pycsamt_lsp.commands.registry import run_command
+from pycsamt_lsp.commands.catalog import run_command
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.workspace.facade import Workspace
 

@@ -1,8 +1,15 @@
 """``pycsamt-lsp``: the engine from the command line, and ``serve`` for editors.
 
-Every subcommand takes ``--root`` and ``--profile``, prints a readable table
-by default and the same object as the matching LSP command with ``--json``,
-and exits non-zero with a one-line error on bad input.
+The subcommands are generated from the command registry
+(:func:`pycsamt_lsp.commands.catalog.build_registry`): each command's
+argument fields become its options, so a command added there is here too.
+Only ``corpus`` (fetch or locate the corpus), ``serve`` (the language
+server) and ``commands`` (the registry as JSON, for the client's protocol
+types) are written by hand.
+
+Every workspace subcommand takes ``--root`` and ``--profile``, prints a
+readable table by default and the same object as the matching LSP command
+with ``--json``, and exits non-zero with a one-line error on bad input.
 """
 
 from __future__ import annotations
@@ -11,19 +18,24 @@ import argparse
 import json
 import logging
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 from pycsamt_lsp import __version__
-from pycsamt_lsp.commands.registry import REGISTRY, ArgumentError, run_command
-from pycsamt_lsp.corpus.discovery import CorpusError, discover_root, fetch_corpus
-from pycsamt_lsp.corpus.profile import ProfileError, load_profile
-from pycsamt_lsp.errors import CliError
-from pycsamt_lsp.workspace.facade import QueryError, Workspace
+from pycsamt_lsp.commands.catalog import default_registry
+from pycsamt_lsp.commands.registry import Command, CommandRegistry, field_specs
+from pycsamt_lsp.corpus.discovery import discover_root, fetch_corpus
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.errors import CliError, PycsamtError
+from pycsamt_lsp.workspace.facade import Workspace
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 log = logging.getLogger("pycsamt_lsp")
+
+_VERSION = f"pycsamt-lsp {__version__}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,9 +62,58 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _kebab(name: str) -> str:
+    """``includeTests`` -> ``include-tests``; ``suite_dir`` -> ``suite-dir``."""
+    out = "".join(f"-{c.lower()}" if c.isupper() else c for c in name)
+    return out.replace("_", "-")
+
+
+def _base_type(tp: Any) -> Any:
+    """``str | None`` -> ``str``; ``list[str] | None`` -> ``list[str]``."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        alts = [a for a in typing.get_args(tp) if a is not type(None)]
+        return alts[0] if len(alts) == 1 else str
+    return tp
+
+
+def _add_field_options(p: argparse.ArgumentParser, cmd: Command) -> None:
+    """One option per argument field of *cmd* (required fields positional)."""
+    for f in field_specs(cmd.args):
+        base = _base_type(f.type)
+        if f.required:
+            p.add_argument(
+                f.name, type=base if base in (int, float) else str, help=f.help or None
+            )
+            continue
+        flag = f.flag or f"--{_kebab(f.name)}"
+        if base is bool:
+            p.add_argument(
+                flag, dest=f.name, action="store_true", default=f.default, help=f.help
+            )
+        elif typing.get_origin(base) is list:
+            (inner,) = typing.get_args(base) or (str,)
+            p.add_argument(
+                flag,
+                dest=f.name,
+                action="append",
+                type=inner,
+                default=f.default,
+                help=f"{f.help} (repeatable)",
+            )
+        else:
+            p.add_argument(
+                flag, dest=f.name, type=base, default=f.default, help=f.help or None
+            )
+
+
+def _raw_from_fields(args: argparse.Namespace, cmd: Command) -> dict[str, Any]:
+    return {f.name: getattr(args, f.name) for f in field_specs(cmd.args)}
+
+
+def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
+    """The ``pycsamt-lsp`` parser: hand-written subcommands plus one per command."""
     ap = _Parser(prog="pycsamt-lsp", description=__doc__.splitlines()[0])
-    ap.add_argument("--version", action="version", version=f"pycsamt-lsp {__version__}")
+    ap.add_argument("--version", action="version", version=_VERSION)
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("corpus", help="fetch or locate the real corpus")
@@ -67,86 +128,38 @@ def _parser() -> argparse.ArgumentParser:
         help="cache folder (default: $PYCSAMT_LSP_CACHE or ~/.cache/pycsamt-lsp)",
     )
 
-    p = sub.add_parser("build", help="build the index from scratch and persist it")
-    _common(p)
-    p.add_argument(
-        "--embed",
-        nargs="?",
-        const="auto",
-        metavar="BACKEND",
-        help="also embed: auto|local|minilm|hash|openai[:model]",
-    )
-    p = sub.add_parser("stats", help="counts by kind and workflow of the index")
-    _common(p)
-    p = sub.add_parser("query", help="ranked chunks for a question")
-    _common(p)
-    p.add_argument("query")
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument("--workflow")
-    p.add_argument(
-        "--dense",
-        action="store_true",
-        help="fuse dense retrieval (needs build --embed)",
-    )
+    for name, cmd in registry.by_cli_name().items():
+        spec = cmd.cli
+        assert spec is not None
+        p = sub.add_parser(name, help=spec.help or cmd.title)
+        _common(p)
+        if spec.arguments is not None:
+            spec.arguments(p)
+        else:
+            _add_field_options(p, cmd)
+        if spec.options is not None:
+            spec.options(p)
+        p.set_defaults(_command=cmd.name)
 
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
     _common(p)
+    p.add_argument("--version", action="version", version=_VERSION)
     p.add_argument(
         "--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)"
     )
     p.add_argument("--stdio", action="store_true", help="stdio transport (the default)")
 
     p = sub.add_parser(
-        "validate", help="check a Python file's package imports (exit 1 on errors)"
+        "commands", help="the commands and their argument fields (for clients)"
     )
-    _common(p)
-    p.add_argument("file", help="a Python file, or - for standard input")
-
-    p = sub.add_parser(
-        "search", help="live developer search over the source (no index)"
-    )
-    _common(p)
-    p.add_argument("query")
-    p.add_argument(
-        "--include-tests", action="store_true", help="also search unit tests"
-    )
-    p.add_argument("--limit", type=int, default=6)
-
-    p = sub.add_parser(
-        "inspect-symbol", help="signature, docstring and lines of a symbol in a file"
-    )
-    _common(p)
-    p.add_argument("path", help="corpus-relative path")
-    p.add_argument("symbol", help="e.g. func or Class.method")
-
-    p = sub.add_parser("read-source", help="read at most 80 lines of a corpus file")
-    _common(p)
-    p.add_argument("path", help="corpus-relative path")
-    p.add_argument("--start", type=int, default=1)
-    p.add_argument("--lines", type=int, default=80)
-
-    p = sub.add_parser("eval", help="retrieval metrics on the JSONL suites")
-    _common(p)
-    p.add_argument(
-        "--suite-dir",
-        help="folder of *.jsonl suites (default: bundled + project suites)",
-    )
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument(
-        "--ablate",
-        action="store_true",
-        help="switch each ranking component off in turn",
-    )
-
-    for extra in _EXTRA_PARSERS:
-        extra(sub)
+    p.add_argument("--json", action="store_true", help="print the description as JSON")
+    p.add_argument("-v", "--verbose", action="count", default=0, help=argparse.SUPPRESS)
     return ap
 
 
-#: Feature modules add their subcommands here: ``fn(subparsers)``.
-_EXTRA_PARSERS: list = []
-#: And their runners: ``cmd -> fn(args, open_workspace) -> (result, formatter)``.
-_EXTRA_RUNNERS: dict[str, Any] = {}
+def _parser() -> argparse.ArgumentParser:
+    """The parser over the default registry."""
+    return build_parser(default_registry())
 
 
 def _setup_logging(verbose: int) -> None:
@@ -174,7 +187,35 @@ def _emit(args: argparse.Namespace, result: dict[str, Any], fmt) -> None:
         print(fmt(result))
 
 
-def _run(args: argparse.Namespace) -> int:
+def format_commands(desc: dict[str, Any]) -> str:
+    """The registry as a readable list for ``pycsamt-lsp commands``."""
+    lines = []
+    for c in desc["commands"]:
+        fields = ", ".join(
+            f["name"] + ("" if f["required"] else "?") for f in c["fields"]
+        )
+        lines.append(f"{c['name']:<24} {c['cli'] or '-':<16} {fields}")
+    return "\n".join(lines)
+
+
+def _run_registered(
+    args: argparse.Namespace, registry: CommandRegistry, name: str
+) -> int:
+    cmd = registry.command(name)
+    spec = cmd.cli
+    assert spec is not None
+    raw = spec.to_raw(args) if spec.to_raw else _raw_from_fields(args, cmd)
+    ws = _open(args, load=spec.load)
+    if spec.prepare is not None:
+        spec.prepare(args, ws)
+    result = cmd.run(ws, raw)
+    if spec.finish is not None:
+        result = spec.finish(args, ws, result)
+    _emit(args, result, cmd.format)
+    return spec.exit_code(result) if spec.exit_code else 0
+
+
+def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
     if args.cmd == "corpus":
         profile = load_profile(args.profile)
         if args.action == "fetch":
@@ -184,116 +225,30 @@ def _run(args: argparse.Namespace) -> int:
         _emit(args, {"root": str(root)}, lambda r: r["root"])
         return 0
     if args.cmd == "serve":
-        from pycsamt_lsp.lsp.server import (
-            serve,  # the only place the CLI touches LSP code
-        )
+        # the only place the CLI touches LSP code, so other commands never load it
+        from pycsamt_lsp.lsp.server import serve
 
         return serve(
             tcp=args.tcp, root=args.root, profile=args.profile, index_dir=args.index_dir
         )
-    if args.cmd == "build":
-        ws = _open(args, load=False)
-        report = ws.build()
-        ws.persist()
-        if args.embed:
-            from pycsamt_lsp.answer.ask import build_embed
-
-            report["embeddings"] = build_embed(ws, args.embed)
-        _emit(args, report, REGISTRY["pycsamt.rebuild"].format)
+    if args.cmd == "commands":
+        _emit(args, registry.describe(), format_commands)
         return 0
-    if args.cmd in ("stats", "query"):
-        ws = _open(args)
-        name = f"pycsamt.{args.cmd}"
-        raw = (
-            {}
-            if args.cmd == "stats"
-            else {
-                "query": args.query,
-                "k": args.k,
-                "workflow": args.workflow,
-                "dense": args.dense,
-            }
-        )
-        _emit(args, run_command(name, ws, raw), REGISTRY[name].format)
-        return 0
-    if args.cmd == "validate":
-        if args.file == "-":
-            code = sys.stdin.read()
-        else:
-            try:
-                code = Path(args.file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise CliError(f"cannot read {args.file}: {exc}") from None
-        ws = _open(args, load=False)
-        result = run_command("pycsamt.validate", ws, {"code": code})
-        _emit(args, result, REGISTRY["pycsamt.validate"].format)
-        return 1 if result["errors"] else 0
-    plain = {
-        "search": (
-            "pycsamt.searchSource",
-            lambda a: {
-                "query": a.query,
-                "includeTests": a.include_tests,
-                "limit": a.limit,
-            },
-        ),
-        "inspect-symbol": (
-            "pycsamt.inspectSymbol",
-            lambda a: {"path": a.path, "symbol": a.symbol},
-        ),
-        "read-source": (
-            "pycsamt.readSource",
-            lambda a: {"path": a.path, "start": a.start, "lines": a.lines},
-        ),
-    }
-    if args.cmd in plain:
-        name, build = plain[args.cmd]
-        result = run_command(name, _open(args, load=False), build(args))
-        _emit(args, result, REGISTRY[name].format)
-        return 0
-    if args.cmd == "eval":
-        raw = {"suiteDir": args.suite_dir, "k": args.k, "ablate": args.ablate}
-        _emit(
-            args,
-            run_command("pycsamt.eval", _open(args), raw),
-            REGISTRY["pycsamt.eval"].format,
-        )
-        return 0
-    runner = _EXTRA_RUNNERS.get(args.cmd)
-    if runner is None:
+    name = getattr(args, "_command", None)
+    if name is None:
         raise CliError(f"unknown command {args.cmd!r}")
-    result, fmt, code = runner(args, _open)
-    _emit(args, result, fmt)
-    return code
+    return _run_registered(args, registry, name)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    from pycsamt_lsp.commands import handlers as api  # noqa: F401 - registers the commands
-
-    args = _parser().parse_args(argv)
+    registry = default_registry()
+    args = build_parser(registry).parse_args(argv)
     _setup_logging(args.verbose)
     try:
-        return _run(args)
-    except (
-        CliError,
-        CorpusError,
-        ProfileError,
-        ArgumentError,
-        QueryError,
-        ValueError,
-    ) as exc:
+        return _run(args, registry)
+    except (PycsamtError, ValueError) as exc:
         print(f"pycsamt-lsp: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-
-
-def _register_extras() -> None:
-    from pycsamt_lsp.answer import ask as _ask
-
-    _EXTRA_PARSERS.append(_ask.add_cli)
-    _EXTRA_RUNNERS["ask"] = _ask.run_ask_cli
-
-
-_register_extras()

@@ -1,21 +1,120 @@
-"""The commands of the engine, registered once for the CLI and the server.
+"""The command handlers and their text formatters.
 
-Handlers receive the :class:`~pycsamt_lsp.workspace.facade.Workspace` and the
-validated argument dataclass, and return the dict that both front ends show.
+Each handler is a thin typed function ``(Workspace, Args) -> dict`` that
+calls one method of the workspace or of a service it owns; the formatters
+turn the same dict into the CLI's readable text. Nothing here registers
+anything: :func:`pycsamt_lsp.commands.catalog.build_registry` lists them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from pycsamt_lsp.commands.registry import EvalArgs, NoArgs, QueryArgs, command
+from pycsamt_lsp.answer.ask import query_dense
+from pycsamt_lsp.answer.context import answer_question
+from pycsamt_lsp.commands.args import (
+    AskArgs,
+    EvalArgs,
+    InspectSymbolArgs,
+    NoArgs,
+    QueryArgs,
+    ReadSourceArgs,
+    SearchSourceArgs,
+    ValidateArgs,
+)
+from pycsamt_lsp.devsearch.search import inspect_symbol, read_source, search_source
+from pycsamt_lsp.evals.report import format_report
+from pycsamt_lsp.evals.service import run_eval as _run_eval_service
 from pycsamt_lsp.workspace.facade import Workspace
 
-__all__ = ["format_query", "format_stats"]
+__all__ = [
+    "ask",
+    "format_build",
+    "format_eval",
+    "format_inspect",
+    "format_query",
+    "format_read",
+    "format_search",
+    "format_stats",
+    "format_validate",
+    "inspect",
+    "query",
+    "read",
+    "rebuild",
+    "run_eval",
+    "search",
+    "stats",
+    "validate",
+]
+
+Result = dict[str, Any]
 
 
-def format_query(res: dict[str, Any]) -> str:
+# -- handlers -------------------------------------------------------------------
+
+
+def query(ws: Workspace, a: QueryArgs) -> Result:
+    """``pycsamt.query``: BM25 ranking, or RRF with dense vectors."""
+    if a.dense:
+        return query_dense(ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds)
+    return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds)
+
+
+def stats(ws: Workspace, _a: NoArgs) -> Result:
+    """``pycsamt.stats``: counts by kind and workflow."""
+    return ws.stats()
+
+
+def rebuild(ws: Workspace, _a: NoArgs) -> Result:
+    """``pycsamt.rebuild``: build from scratch and persist."""
+    report = ws.build()
+    ws.persist()
+    return report
+
+
+def validate(ws: Workspace, a: ValidateArgs) -> Result:
+    """``pycsamt.validate``: the package imports of a snippet."""
+    return ws.validate(a.code)
+
+
+def ask(ws: Workspace, a: AskArgs) -> Result:
+    """``pycsamt.ask``: a grounded answer (see :mod:`pycsamt_lsp.answer.context`)."""
+    return answer_question(ws, a.question, k=a.k, dense=a.dense)
+
+
+def search(ws: Workspace, a: SearchSourceArgs) -> Result:
+    """``pycsamt.searchSource``: live search of the corpus source, with URIs."""
+    res = search_source(
+        ws.root,
+        a.query,
+        profile=ws.profile,
+        include_tests=a.includeTests,
+        limit=a.limit,
+    )
+    for r in res.get("results", []):
+        r["uri"] = (ws.root / r["path"]).as_uri()
+    return res
+
+
+def inspect(ws: Workspace, a: InspectSymbolArgs) -> Result:
+    """``pycsamt.inspectSymbol``: signature, docstring and lines of a symbol."""
+    return inspect_symbol(ws.root, a.path, a.symbol, profile=ws.profile)
+
+
+def read(ws: Workspace, a: ReadSourceArgs) -> Result:
+    """``pycsamt.readSource``: a bounded window of a corpus file."""
+    return read_source(ws.root, a.path, a.start, a.lines, profile=ws.profile)
+
+
+def run_eval(ws: Workspace, a: EvalArgs) -> Result:
+    """``pycsamt.eval``: retrieval metrics on the JSONL suites."""
+    return _run_eval_service(ws, suite_dir=a.suiteDir, k=a.k, ablate=a.ablate)
+
+
+# -- formatters -----------------------------------------------------------------
+
+
+def format_query(res: Result) -> str:
     """A readable ranked table for ``pycsamt-lsp query``."""
     head = f"query: {res['query']!r}  workflow: {res['workflow'] or '-'}  top score: {res['top_score']}"
     if res.get("expansion"):
@@ -36,7 +135,7 @@ def format_query(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_stats(res: dict[str, Any]) -> str:
+def format_stats(res: Result) -> str:
     """Counts by kind and workflow for ``pycsamt-lsp stats``."""
     lines = [
         f"root:        {res.get('root')}",
@@ -54,45 +153,16 @@ def format_stats(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@command("pycsamt.query", QueryArgs, title="Query", fmt=format_query)
-def _query(ws: Workspace, a: QueryArgs) -> dict[str, Any]:
-    if a.dense:
-        from pycsamt_lsp.answer.ask import query_dense
-
-        return query_dense(ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds)
-    return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds)
-
-
-@command("pycsamt.stats", NoArgs, title="Show Index Stats", fmt=format_stats)
-def _stats(ws: Workspace, _a: NoArgs) -> dict[str, Any]:
-    return ws.stats()
-
-
-def _format_build(res: dict[str, Any]) -> str:
+def format_build(res: Result) -> str:
+    """One line for ``pycsamt-lsp build``."""
     return (
         f"{res.get('action', 'build')}: {res['n_chunks']} chunks from {res['n_files']} files "
         f"in {res['seconds']} s (fingerprint {res['fingerprint'][:12]})"
     )
 
 
-@command(
-    "pycsamt.rebuild", NoArgs, title="Rebuild Index", heavy=True, fmt=_format_build
-)
-def _rebuild(ws: Workspace, _a: NoArgs) -> dict[str, Any]:
-    report = ws.build()
-    ws.persist()
-    return report
-
-
-# -- validation (issue: hallucinated imports) --------------------------------
-
-
-@dataclass
-class ValidateArgs:
-    code: str
-
-
-def format_validate(res: dict[str, Any]) -> str:
+def format_validate(res: Result) -> str:
+    """Errors, warnings and the checked imports for ``pycsamt-lsp validate``."""
     lines = [f"ok: {res['ok']}  syntax_ok: {res['syntax_ok']}"]
     lines += [f"error:   {e}" for e in res["errors"]]
     lines += [f"warning: {w}" for w in res["warnings"]]
@@ -101,41 +171,8 @@ def format_validate(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@command(
-    "pycsamt.validate",
-    ValidateArgs,
-    title="Validate Selection",
-    heavy=True,
-    fmt=format_validate,
-)
-def _validate(ws: Workspace, a: ValidateArgs) -> dict[str, Any]:
-    return ws.validate(a.code)
-
-
-# -- developer source search -------------------------------------------------
-
-
-@dataclass
-class SearchSourceArgs:
-    query: str
-    includeTests: bool = False  # noqa: N815 - LSP arguments are camelCase
-    limit: int = 6
-
-
-@dataclass
-class InspectSymbolArgs:
-    path: str
-    symbol: str
-
-
-@dataclass
-class ReadSourceArgs:
-    path: str
-    start: int = 1
-    lines: int = 80
-
-
-def format_search(res: dict[str, Any]) -> str:
+def format_search(res: Result) -> str:
+    """Ranked hits with excerpts for ``pycsamt-lsp search``."""
     lines = [f"query: {res['query']!r}"]
     for r in res.get("results", []):
         sym = (r.get("symbol") or {}).get("name") or "-"
@@ -152,141 +189,18 @@ def format_search(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_inspect(res: dict[str, Any]) -> str:
+def format_inspect(res: Result) -> str:
+    """Location, signature and docstring for ``pycsamt-lsp inspect-symbol``."""
     doc = (res.get("docstring") or "").strip()
     return f"{res['path']}:{res['line_start']}-{res['line_end']}  {res.get('signature') or res['symbol']}\n\n{doc}"
 
 
-def format_read(res: dict[str, Any]) -> str:
+def format_read(res: Result) -> str:
+    """The window and its bounds for ``pycsamt-lsp read-source``."""
     tail = f"\n[{res['truncation']}]" if res.get("truncated") else ""
     return f"{res['path']} lines {res['start']}-{res['end']} of {res['total_lines']}\n{res['text']}{tail}"
 
 
-@command(
-    "pycsamt.searchSource",
-    SearchSourceArgs,
-    title="Search Source",
-    heavy=True,
-    fmt=format_search,
-)
-def _search_source(ws: Workspace, a: SearchSourceArgs) -> dict[str, Any]:
-    from pycsamt_lsp.devsearch.search import search_source
-
-    res = search_source(
-        ws.root,
-        a.query,
-        profile=ws.profile,
-        include_tests=a.includeTests,
-        limit=a.limit,
-    )
-    for r in res.get("results", []):
-        r["uri"] = (ws.root / r["path"]).as_uri()
-    return res
-
-
-@command(
-    "pycsamt.inspectSymbol",
-    InspectSymbolArgs,
-    title="Inspect Symbol",
-    heavy=True,
-    fmt=format_inspect,
-)
-def _inspect_symbol(ws: Workspace, a: InspectSymbolArgs) -> dict[str, Any]:
-    from pycsamt_lsp.devsearch.search import inspect_symbol
-
-    return inspect_symbol(ws.root, a.path, a.symbol, profile=ws.profile)
-
-
-@command(
-    "pycsamt.readSource",
-    ReadSourceArgs,
-    title="Read Source",
-    heavy=True,
-    fmt=format_read,
-)
-def _read_source(ws: Workspace, a: ReadSourceArgs) -> dict[str, Any]:
-    from pycsamt_lsp.devsearch.search import read_source
-
-    return read_source(ws.root, a.path, a.start, a.lines, profile=ws.profile)
-
-
-# -- evaluation -------------------------------------------------------------
-
-
-def run_eval(ws: Workspace, a: EvalArgs) -> dict[str, Any]:
-    """Retrieval metrics on the JSONL suites (``pycsamt.eval``)."""
-    from pathlib import Path
-
-    from pycsamt_lsp import __version__
-    from pycsamt_lsp.evals.harness import (
-        ablation,
-        default_suite_paths,
-        evaluate_suites,
-        reproducibility,
-    )
-
-    project_root = Path(__file__).resolve().parents[3]
-    if a.suiteDir:
-        d = Path(a.suiteDir).expanduser()
-        if not d.is_dir():
-            raise ValueError(f"suite folder {d} does not exist")
-        paths = sorted(d.glob("*.jsonl"))
-    else:
-        paths = default_suite_paths(ws.root, project_root, package=ws.profile.package)
-    if not paths:
-        raise ValueError("no JSONL suites found (pass suiteDir)")
-
-    def make_retrieve(disabled: str | None):
-        disable = (disabled,) if disabled else ()
-
-        def retrieve(query: str, k: int) -> list[dict[str, Any]]:
-            res = ws.query(query, k, disable=disable, snippets=False)
-            out = []
-            for r in res["results"]:
-                chunk = ws.chunk(r["id"])
-                out.append({**r, "text": chunk.text if chunk else ""})
-            return out
-
-        return retrieve
-
-    infer = ws.profile.query_workflow
-    if a.ablate:
-        report = ablation(
-            make_retrieve, paths, infer, k=a.k, is_test_path=ws.profile.is_test_path
-        )
-    else:
-        report = evaluate_suites(
-            paths,
-            make_retrieve(None),
-            infer,
-            k=a.k,
-            is_test_path=ws.profile.is_test_path,
-        )
-    stats = ws.stats()
-    report["reproducibility"] = reproducibility(
-        tool_version=__version__,
-        project_root=project_root,
-        build_command="pycsamt-lsp build",
-        manifest=ws.manifest,
-        counts_by_kind=stats.get("by_kind"),
-        counts_by_workflow=stats.get("by_workflow"),
-        dense=False,
-        suite_paths=paths,
-        corpus_root=ws.root,
-        profile=ws.profile.name,
-    )
-    return report
-
-
-def _format_eval(res: dict[str, Any]) -> str:
-    from pycsamt_lsp.evals.harness import format_report
-
+def format_eval(res: Result) -> str:
+    """The metrics report for ``pycsamt-lsp eval``."""
     return format_report(res)
-
-
-command("pycsamt.eval", EvalArgs, title="Run Eval", heavy=True, fmt=_format_eval)(
-    run_eval
-)
-
-
-from pycsamt_lsp.answer import ask  # noqa: E402,F401 - registers pycsamt.ask

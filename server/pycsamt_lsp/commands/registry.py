@@ -1,55 +1,227 @@
-"""One registry of commands, shared by the CLI and ``workspace/executeCommand``.
+"""The command registry type shared by the CLI, the server and the client types.
 
-Each command takes one JSON object of named fields, validated against a
+A :class:`Command` names one operation over the workspace: an LSP command id,
+a dataclass of its argument fields, a typed handler, a text formatter and how
+it appears on the command line (:class:`CliSpec`). A :class:`CommandRegistry`
+is an immutable mapping of them, built explicitly by
+:func:`pycsamt_lsp.commands.catalog.build_registry` -- nothing registers itself
+on import, so a front end either has every command or fails loudly.
+
+Each command takes one JSON object of named fields, validated against the
 dataclass (unknown fields and wrong types are refused with a message that
-names the field), and returns a JSON-serialisable dict. The CLI prints the
-same dict with ``--json`` or through the command's text formatter.
+names the field, as :class:`~pycsamt_lsp.errors.ArgumentError`), and returns
+a JSON-serialisable dict. The same dataclass generates the CLI options
+(:mod:`pycsamt_lsp.cli`) and the JSON description the VS Code client's
+protocol types are checked against (:meth:`CommandRegistry.describe`).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pycsamt_lsp.errors import ArgumentError
 
 __all__ = [
-    "REGISTRY",
     "ArgumentError",
+    "CliSpec",
     "Command",
-    "command",
+    "CommandRegistry",
+    "field_specs",
     "parse_args",
-    "run_command",
 ]
+
+Result = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CliSpec:
+    """How a command appears as a ``pycsamt-lsp`` subcommand.
+
+    By default every argument field becomes an option generated from the
+    dataclass (required fields positional, ``camelCase`` as ``--kebab-case``,
+    booleans as switches). The hooks exist for the few commands whose command
+    line differs from their JSON arguments (``validate`` reads a file, ``ask``
+    has settings switches, ``build`` can embed).
+    """
+
+    name: str  # the subcommand, e.g. "query"
+    help: str = ""
+    load: bool = True  # open (load or build) the index before running
+    #: add options that are not argument fields (e.g. ``ask --offline``)
+    options: Callable[[argparse.ArgumentParser], None] | None = None
+    #: replace the generated field options entirely (with ``to_raw``)
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    #: the command's JSON arguments from the parsed command line
+    to_raw: Callable[[argparse.Namespace], dict[str, Any]] | None = None
+    #: adjust the workspace before running (settings switches)
+    prepare: Callable[[argparse.Namespace, Any], None] | None = None
+    #: post-process the result (e.g. ``build --embed``)
+    finish: Callable[[argparse.Namespace, Any, Result], Result] | None = None
+    #: the exit code for a result (default 0)
+    exit_code: Callable[[Result], int] | None = None
 
 
 @dataclass(frozen=True)
 class Command:
-    """A named operation over the workspace."""
+    """A named, typed operation over the workspace."""
 
     name: str  # LSP command id, e.g. "pycsamt.query"
     args: type
-    handler: Callable[[Any, Any], dict[str, Any]]
-    format: Callable[[dict[str, Any]], str] | None = None
+    handler: Callable[[Any, Any], Result]
+    format: Callable[[Result], str] | None = None
     title: str = ""
     heavy: bool = False  # runs in a worker thread in the server
+    cli: CliSpec | None = None
+
+    def run(self, ctx: Any, raw: Any) -> Result:
+        """Validate *raw* against :attr:`args` and run the handler on *ctx*."""
+        return self.handler(ctx, parse_args(self.args, raw))
 
 
-REGISTRY: dict[str, Command] = {}
+class CommandRegistry(Mapping[str, Command]):
+    """An immutable, ordered mapping ``command id -> Command``.
+
+    Built once from an explicit list; duplicate ids or CLI names are refused
+    at construction so two commands can never shadow each other.
+    """
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, commands: Iterable[Command]) -> None:
+        by_name: dict[str, Command] = {}
+        cli_names: set[str] = set()
+        for cmd in commands:
+            if cmd.name in by_name:
+                raise ValueError(f"duplicate command {cmd.name!r}")
+            if cmd.cli is not None:
+                if cmd.cli.name in cli_names:
+                    raise ValueError(f"duplicate CLI name {cmd.cli.name!r}")
+                cli_names.add(cmd.cli.name)
+            by_name[cmd.name] = cmd
+        self._by_name = types.MappingProxyType(by_name)
+
+    def __getitem__(self, name: str) -> Command:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def command(self, name: str) -> Command:
+        """The command *name*, or :class:`ArgumentError` listing the known ones."""
+        cmd = self._by_name.get(name)
+        if cmd is None:
+            raise ArgumentError(
+                f"unknown command {name!r}; known: {', '.join(sorted(self._by_name))}"
+            )
+        return cmd
+
+    def run(self, name: str, ctx: Any, raw: Any) -> Result:
+        """Validate *raw* and run the command *name* against *ctx*."""
+        return self.command(name).run(ctx, raw)
+
+    def by_cli_name(self) -> dict[str, Command]:
+        """The commands that have a CLI form, by subcommand name."""
+        return {c.cli.name: c for c in self._by_name.values() if c.cli is not None}
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON description of every command and its argument fields.
+
+        The VS Code client's protocol types are checked against this (the
+        committed ``client-vscode/src/common/commands.generated.json``).
+        """
+        return {
+            "commands": [
+                {
+                    "name": c.name,
+                    "title": c.title,
+                    "heavy": c.heavy,
+                    "cli": c.cli.name if c.cli else None,
+                    "fields": [f.describe() for f in field_specs(c.args)],
+                }
+                for c in self._by_name.values()
+            ]
+        }
 
 
-def command(name: str, args: type, *, title: str = "", heavy: bool = False, fmt=None):
-    """Register ``handler(workspace_or_context, args) -> dict`` under *name*."""
+# -- argument fields -----------------------------------------------------------
 
-    def deco(fn):
-        REGISTRY[name] = Command(name, args, fn, fmt, title, heavy)
-        return fn
 
-    return deco
+@dataclass(frozen=True)
+class FieldSpec:
+    """One argument field: its name, type, default and help text."""
+
+    name: str
+    type: Any
+    required: bool
+    default: Any
+    help: str
+    flag: str | None  # a CLI flag other than --kebab-case (e.g. "-k")
+
+    def describe(self) -> dict[str, Any]:
+        """The field as JSON: JSON-Schema type names, default, help."""
+        return {
+            "name": self.name,
+            "type": json_type(self.type),
+            "required": self.required,
+            "default": self.default,
+            "help": self.help,
+        }
+
+
+def field_specs(cls: type) -> list[FieldSpec]:
+    """The argument fields of the dataclass *cls*, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        required = (
+            f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        )
+        default = None
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        out.append(
+            FieldSpec(
+                name=f.name,
+                type=hints[f.name],
+                required=required,
+                default=default,
+                help=str(f.metadata.get("help", "")),
+                flag=f.metadata.get("flag"),
+            )
+        )
+    return out
+
+
+def json_type(tp: Any) -> Any:
+    """JSON-Schema-like name of a field type: ``"integer"``, ``["string", "null"]``..."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        names: list[Any] = []
+        for alt in typing.get_args(tp):
+            n = json_type(alt)
+            names.extend(n if isinstance(n, list) else [n])
+        return names
+    if tp is type(None):
+        return "null"
+    if origin is list:
+        (inner,) = typing.get_args(tp) or (Any,)
+        return {"array": json_type(inner)}
+    if origin is dict or tp is dict:
+        return "object"
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    return simple.get(tp, "any")
 
 
 def _type_ok(value: Any, tp: Any) -> tuple[bool, Any]:
@@ -102,7 +274,8 @@ def parse_args(cls: type, raw: Any) -> Any:
     """Build the dataclass *cls* from a JSON object, with clear errors.
 
     ``None`` or a missing argument means "all defaults"; a list with one
-    object (how LSP clients pass ``arguments``) is unwrapped.
+    object (how LSP clients pass ``arguments``) is unwrapped. The
+    dataclass's optional ``check()`` then validates values.
     """
     if isinstance(raw, list):
         if len(raw) > 1:
@@ -116,26 +289,22 @@ def parse_args(cls: type, raw: Any) -> Any:
         raise ArgumentError(
             f"expected a JSON object with named fields, got {type(raw).__name__}"
         )
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - set(fields))
+    specs = {s.name: s for s in field_specs(cls)}
+    unknown = sorted(set(raw) - set(specs))
     if unknown:
         raise ArgumentError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}; expected: {', '.join(fields)}"
+            f"unknown field(s) {', '.join(map(repr, unknown))}; expected: {', '.join(specs)}"
         )
     values = {}
-    for name, f in fields.items():
+    for name, spec in specs.items():
         if name not in raw:
-            if (
-                f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING
-            ):
+            if spec.required:
                 raise ArgumentError(f"missing required field {name!r}")
             continue
-        ok, v = _type_ok(raw[name], hints[name])
+        ok, v = _type_ok(raw[name], spec.type)
         if not ok:
             raise ArgumentError(
-                f"field {name!r} must be {_type_name(hints[name])}, got {raw[name]!r:.60}"
+                f"field {name!r} must be {_type_name(spec.type)}, got {raw[name]!r:.60}"
             )
         values[name] = v
     obj = cls(**values)
@@ -143,43 +312,3 @@ def parse_args(cls: type, raw: Any) -> Any:
     if check is not None:
         check()
     return obj
-
-
-def run_command(name: str, ctx: Any, raw: Any) -> dict[str, Any]:
-    """Validate *raw* and run the command *name* against *ctx*."""
-    cmd = REGISTRY.get(name)
-    if cmd is None:
-        raise ArgumentError(
-            f"unknown command {name!r}; known: {', '.join(sorted(REGISTRY))}"
-        )
-    return cmd.handler(ctx, parse_args(cmd.args, raw))
-
-
-# -- argument types shared by several commands ------------------------------
-
-
-@dataclass
-class NoArgs:
-    """Commands that take no fields."""
-
-
-@dataclass
-class QueryArgs:
-    query: str
-    k: int = 10
-    workflow: str | None = None
-    kinds: list[str] | None = None
-    dense: bool = False
-
-    def check(self) -> None:
-        if not self.query.strip():
-            raise ArgumentError("field 'query' must not be empty")
-        if not 1 <= self.k <= 200:
-            raise ArgumentError("field 'k' must be from 1 to 200")
-
-
-@dataclass
-class EvalArgs:
-    suiteDir: str | None = None  # noqa: N815 - LSP arguments are camelCase
-    k: int = 10
-    ablate: bool = False

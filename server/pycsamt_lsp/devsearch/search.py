@@ -31,13 +31,13 @@ import re
 import time
 import tomllib
 import warnings
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PureWindowsPath
 
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.devsearch.git import git_dirs, read_head
 from pycsamt_lsp.errors import DevSearchError
 
 __all__ = [
@@ -190,155 +190,7 @@ def mask_secrets(text: str, *, python: bool = True) -> tuple[str, int]:
 
 # -- checkout evidence: git revision and package version -----------------------
 
-_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _VERSION_TAG = re.compile(r"(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)$")
-
-
-def _git_dirs(root: Path) -> tuple[Path, Path] | None:
-    """``(gitdir, commondir)`` of *root* itself; a ``.git`` file may redirect."""
-    dot = root / ".git"
-    try:
-        if dot.is_dir():
-            gd = dot
-        elif dot.is_file():
-            line = dot.read_text(encoding="utf-8", errors="replace").strip()
-            if not line.startswith("gitdir:"):
-                return None
-            gd = Path(line[7:].strip())
-            gd = gd if gd.is_absolute() else (root / gd)
-            if not gd.is_dir():
-                return None
-        else:
-            return None
-        common = gd
-        if (gd / "commondir").is_file():
-            rel = (gd / "commondir").read_text(encoding="utf-8").strip()
-            common = Path(rel) if Path(rel).is_absolute() else gd / rel
-        return gd, common
-    except OSError:
-        return None
-
-
-def _packed_refs(common: Path) -> dict[str, tuple[str, str | None]]:
-    """``ref -> (sha, peeled sha)`` from ``packed-refs`` (empty when absent)."""
-    refs: dict[str, tuple[str, str | None]] = {}
-    try:
-        lines = (common / "packed-refs").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return refs
-    last = None
-    for line in lines:
-        if line.startswith("^") and last:
-            refs[last] = (refs[last][0], line[1:].strip())
-        elif line and not line.startswith("#"):
-            sha, _, ref = line.partition(" ")
-            if _SHA.fullmatch(sha):
-                refs[ref.strip()] = (sha, None)
-                last = ref.strip()
-    return refs
-
-
-def _resolve_ref(
-    gd: Path, common: Path, ref: str, packed: dict, depth: int = 0
-) -> str | None:
-    # A ref name is untrusted text: it must stay under refs/ so it can never
-    # name an arbitrary file on disk.
-    if depth > 5 or not ref.startswith("refs/") or ".." in ref.split("/"):
-        return None
-    for base in (gd, common):
-        try:
-            content = (base / ref).read_text(encoding="utf-8").strip()
-        except OSError:
-            continue
-        if content.startswith("ref:"):
-            return _resolve_ref(gd, common, content[4:].strip(), packed, depth + 1)
-        return content if _SHA.fullmatch(content) else None
-    return packed[ref][0] if ref in packed else None
-
-
-def _peel_loose(common: Path, sha: str) -> str | None:
-    """Target of an annotated tag stored as a loose object (zlib, no git)."""
-    try:
-        packed = (common / "objects" / sha[:2] / sha[2:]).read_bytes()
-        raw = zlib.decompressobj().decompress(packed, 4096)  # a tag header is tiny
-    except (OSError, zlib.error):
-        return None
-    if not raw.startswith(b"tag "):
-        return None
-    m = re.search(rb"\x00object ([0-9a-f]{40,64})\n", raw)
-    return m.group(1).decode() if m else None
-
-
-def _git_head(root: Path) -> dict:
-    """HEAD of a git checkout at *root*, read from files (git need not exist).
-
-    Only *root* itself is checked: an enclosing repository (a venv inside a
-    project) would otherwise lend the corpus a revision it does not have.
-    """
-    dirs = _git_dirs(root)
-    if dirs is None:
-        return {
-            "revision": None,
-            "ref": None,
-            "tags_at_head": [],
-            "revision_source": "not a git checkout (no .git at the corpus root)",
-        }
-    gd, common = dirs
-    try:
-        head = (gd / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
-        return {
-            "revision": None,
-            "ref": None,
-            "tags_at_head": [],
-            "revision_source": ".git has no readable HEAD",
-        }
-    packed = _packed_refs(common)
-    ref = None
-    if head.startswith("ref:"):
-        ref = head[4:].strip()
-        sha = _resolve_ref(gd, common, ref, packed)
-        loose = (
-            any((b / ref).is_file() for b in (gd, common))
-            if ref.startswith("refs/")
-            else False
-        )
-        source = f"git HEAD -> {ref} ({'loose ref' if loose else 'packed-refs'})"
-    else:
-        sha = head if _SHA.fullmatch(head) else None
-        source = "git HEAD (detached)"
-    if sha is None:
-        return {
-            "revision": None,
-            "ref": ref,
-            "tags_at_head": [],
-            "revision_source": f"{source}: unresolved (unborn branch or bad ref)",
-        }
-    return {
-        "revision": sha,
-        "ref": ref,
-        "tags_at_head": _tags_at(common, sha, packed),
-        "revision_source": source,
-    }
-
-
-def _tags_at(common: Path, sha: str, packed: dict) -> list[str]:
-    tags = {
-        ref[10:]
-        for ref, (s, peeled) in packed.items()
-        if ref.startswith("refs/tags/") and sha in (s, peeled)
-    }
-    tag_dir = common / "refs" / "tags"
-    for n, path in enumerate(p for p in tag_dir.rglob("*") if p.is_file()):
-        if n >= 2000:
-            break
-        try:
-            s = path.read_text(encoding="utf-8").strip()
-        except OSError:
-            continue
-        if s == sha or (_SHA.fullmatch(s) and _peel_loose(common, s) == sha):
-            tags.add(path.relative_to(tag_dir).as_posix())
-    return sorted(tags)
 
 
 def _norm_version(v: str) -> str:
@@ -453,7 +305,7 @@ def read_checkout(root: Path, profile: Profile) -> dict:
     and none of them is the package version: then the code being read is not
     the release its metadata names.
     """
-    info = _git_head(root)
+    info = read_head(git_dirs(root))
     declared = _declared_versions(root, profile)
     version, source = (
         declared[0][1] if declared else None,
