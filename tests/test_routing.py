@@ -329,6 +329,16 @@ def test_intent_rules(registry, profile, text, intent, workflow, line) -> None:
     assert d.intent in INTENTS and d.scope in SCOPES and 0.0 < d.confidence <= 1.0
 
 
+def test_a_multi_step_request_lists_its_workflows_in_order(registry, profile) -> None:
+    d = route(
+        "on L26PLT: flag bad frequencies, remove spikes, then draw the induction arrows",
+        profile,
+        registry,
+    )
+    assert d.workflows == ("qc", "denoise", "tipper")
+    assert d.workflow in d.workflows and d.line == "L26PLT"
+
+
 def test_a_decision_is_json_ready(registry, profile) -> None:
     d = route("run quality control on L18PLT", profile, registry).to_dict()
     assert json.loads(json.dumps(d))["line_workflows"] == [

@@ -73,6 +73,21 @@ class WorkflowClassifier:
                 out[label[1]] = sum(c.weight for c, _ in found)
         return out
 
+    def mentioned(self, norm: str, hits: dict | None = None) -> tuple[str, ...]:
+        """Every workflow with evidence, in the order the request first mentions it.
+
+        "run qc, remove the spikes and draw the arrows" -> (qc, denoise, tipper):
+        the order a multi-step plan runs in.
+        """
+        if hits is None:
+            hits = self._index.scan(norm)  # type: ignore[attr-defined]
+        first = {
+            label[1]: min(pos for _, pos in found)
+            for label, found in hits.items()
+            if isinstance(label, tuple) and label[0] == "wf"
+        }
+        return tuple(sorted(first, key=lambda wf: first[wf]))
+
     def classify(
         self, text: str, *, normalised: bool = False, hits: dict | None = None
     ) -> tuple[str | None, float]:

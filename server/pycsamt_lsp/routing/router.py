@@ -65,7 +65,9 @@ class RouteDecision:
     """Where a request goes, and why.
 
     ``line_workflows`` are the registry's default workflows of ``line`` (the
-    plan when a request names a line but no workflow); ``unknown_line`` is a
+    plan when a request names a line but no workflow); ``workflows`` every
+    workflow the request mentions, in its order (a multi-step plan; ``workflow``
+    is the best-supported one); ``unknown_line`` is a
     word shaped like a registry line that the registry does not know.
     """
 
@@ -76,6 +78,7 @@ class RouteDecision:
     clarify_question: str | None = None
     scope: str = "science"
     line_workflows: tuple[str, ...] = ()
+    workflows: tuple[str, ...] = ()
     unknown_line: str | None = None
     rule: str = ""
 
@@ -83,6 +86,7 @@ class RouteDecision:
         """JSON-ready dict (tuples as lists)."""
         d = asdict(self)
         d["line_workflows"] = list(self.line_workflows)
+        d["workflows"] = list(self.workflows)
         return d
 
 
@@ -243,6 +247,7 @@ class Router:
                 clarify_question=ask,
                 scope=scope,
                 line_workflows=line_wfs if intent != "clarify" else (),
+                workflows=mentioned if intent not in ("meta", "clarify") else (),
                 unknown_line=unknown,
                 rule=rule,
             )
@@ -264,6 +269,7 @@ class Router:
         hits = k.index.scan(norm)
         scope = self._developer(text, norm, hits)
         wf, margin = k.classifier.classify(norm, normalised=True, hits=hits)
+        mentioned = k.classifier.mentioned(norm, hits) if wf else ()
         if scope:
             return done("question", 0.9, "developer", wf=wf, scope=scope)
 
