@@ -544,6 +544,41 @@ class _Analyzer:
             code = "unknown-name"
             self._add(code, "error", arng, message, message, dotted, cands, fixes)
 
+    def _binding_range(self, name: str, node: ast.AST) -> tuple[int, int, int, int]:
+        """The range of *name* where *node* binds it: the identifier after
+        ``def``/``class``/``as`` rather than the whole statement."""
+        l0, c0, l1, c1 = self._node_range(node)
+        if isinstance(
+            node,
+            (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler),
+        ):
+            line1 = node.lineno
+            if 0 < line1 <= len(self.lines):
+                text = self.lines[line1 - 1]
+                start = self._char(line1, node.col_offset)
+                kw = (
+                    r"\bas\s+"
+                    if isinstance(node, ast.ExceptHandler)
+                    else (r"\b(?:def|class)\s+")
+                )
+                m = re.compile(kw + re.escape(name) + r"\b").search(text, start)
+                if m is not None:
+                    c = m.end() - len(name)
+                    return (*self._pos(line1, c), *self._pos(line1, m.end()))
+            return l0, c0, l0, c0
+        return l0, c0, l1, c1
+
+    def _alias_local_range(self, a: ast.alias) -> tuple[int, int, int, int]:
+        """The range of the name an import alias binds (``x`` in ``y as x``)."""
+        if a.asname and 0 < a.lineno <= len(self.lines):
+            text = self.lines[a.lineno - 1]
+            start = self._char(a.lineno, a.col_offset)
+            m = re.compile(r"\bas\s+" + re.escape(a.asname) + r"\b").search(text, start)
+            if m is not None:
+                c = m.end() - len(a.asname)
+                return (*self._pos(a.lineno, c), *self._pos(a.lineno, m.end()))
+        return self._alias_name_range(a)
+
     def _alias_name_range(self, a: ast.alias) -> tuple[int, int, int, int]:
         c0 = self._char(a.lineno, a.col_offset)
         l0, c0 = self._pos(a.lineno, c0)
@@ -622,6 +657,9 @@ class _Analyzer:
         """Drop aliases rebound anywhere else (pyCSAMT's rule: global alias
         inference is unsafe once a name is reassigned or shadowed)."""
         targets: dict[str, set[str | None]] = {}
+        #: where each local name is rebound to a *different* target by a
+        #: later import (the warning goes there, not to the file's start)
+        rebound_at: dict[str, ast.alias] = {}
         for n in imports:
             for a in n.names:  # type: ignore[attr-defined]
                 if a.name == "*":
@@ -631,7 +669,10 @@ class _Analyzer:
                     full = f"{n.module}.{a.name}" if n.level == 0 and n.module else None
                 else:
                     full = a.name if a.asname else a.name.split(".")[0]
-                targets.setdefault(local, set()).add(full)
+                seen = targets.setdefault(local, set())
+                if seen and full not in seen and local not in rebound_at:
+                    rebound_at[local] = a
+                seen.add(full)
         sites: list[tuple[str, ast.AST]] = []
         for n in nodes.of(ast.Name):
             if not isinstance(n.ctx, ast.Load):
@@ -652,16 +693,19 @@ class _Analyzer:
             was = self.aliases.pop(name)
             if was is not None:
                 msg = f"Imported binding is reassigned or shadowed: {name}"
-                rng = (
-                    self._node_range(node) if hasattr(node, "lineno") else (0, 0, 0, 0)
+                self._warn_once(
+                    f"shadow:{name}", self._binding_range(name, node), msg, msg, was
                 )
-                self._warn_once(f"shadow:{name}", rng, msg, msg, was)
         for local, tgts in targets.items():
             if local in self.aliases and len(tgts) > 1:
                 was = self.aliases.pop(local)
                 if was is not None:
                     msg = f"Imported binding is reassigned or shadowed: {local}"
-                    rng = (self.dl, self.dc, self.dl, self.dc)
+                    a = rebound_at.get(local)
+                    if a is not None:
+                        rng = self._alias_local_range(a)
+                    else:  # pragma: no cover - a second target implies a rebinding
+                        rng = (self.dl, self.dc, self.dl, self.dc)
                     self._warn_once(f"shadow:{local}", rng, msg, msg, was)
         self._stores: dict[str, int] = {}
         for name, node in sites:

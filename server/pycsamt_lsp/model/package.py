@@ -61,11 +61,13 @@ __all__ = [
 ]
 
 #: Bumped whenever the persisted shape of :class:`ModuleInfo` changes.
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 
 EXISTS, ABSENT, UNKNOWN = "exists", "absent", "unknown"
 
-_SOURCE_SUFFIXES = (".py", ".pyi")
+_SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
+#: Folders under a corpus root that may hold the package: flat, then ``src/``.
+LAYOUT_PREFIXES = ("", "src/")
 _COMPILED_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\.[^/]*)?\.(so|pyd)$")
 _SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", "node_modules"})
 
@@ -111,6 +113,10 @@ _EMPTY_BASES = frozenset(
 )
 _EXCEPTION_ATTRS = frozenset({"args", "with_traceback", "add_note"})
 _BUILTIN_NAMES = frozenset(dir(builtins))
+#: ``globals().<method>`` calls that only read the namespace.
+_READONLY_GLOBALS_METHODS = frozenset(
+    {"get", "keys", "items", "values", "copy", "__contains__", "__getitem__"}
+)
 _READONLY_GLOBALS_WRAPPERS = frozenset(
     {"set", "list", "sorted", "len", "dict", "tuple", "frozenset", "iter"}
 )
@@ -120,20 +126,52 @@ _READONLY_GLOBALS_WRAPPERS = frozenset(
 # small helpers
 
 
+def package_dir(root: Path, package: str) -> Path | None:
+    """Where ``package`` sits under ``root``: ``root/package`` (flat layout)
+    or ``root/src/package`` (src layout); None when neither is a folder."""
+    for pre in LAYOUT_PREFIXES:
+        cand = Path(root) / pre / package
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def _package_parts(rel: str, package: str) -> list[str] | None:
+    """Path segments from the package folder on (``src/`` layout stripped)."""
+    parts = rel.split("/")
+    if len(parts) >= 2 and parts[0] == "src" and parts[1] == package != "src":
+        parts = parts[1:]
+    if not parts or parts[0] != package:
+        return None
+    return parts
+
+
 def module_name_for(rel: str, package: str) -> tuple[str, bool, str] | None:
     """``(dotted, is_package, kind)`` for a corpus-relative file path, or None.
 
-    ``kind`` is ``source``/``stub``/``compiled``. Files outside ``package/``
-    and names that are not identifiers (not importable) give None.
+    ``kind`` is ``source``/``stub``/``cython`` (a ``.pyx``)/``compiled``
+    (``.so``/``.pyd``, or a ``.pyx.in``/``.py.in`` template the build turns
+    into a module) or ``build``: a file that is no module but tells what the
+    build adds to its folder's package (``meson.build`` declaring extension
+    modules; C headers / ``.pxd`` of a headers-only package), named after
+    that package. ``rel`` may start with ``package/`` or, in a src layout,
+    ``src/package/``. Files outside the package and names that are not
+    identifiers (not importable) give None.
     """
-    parts = rel.split("/")
-    if not parts or parts[0] != package or len(parts) < 2:
+    parts = _package_parts(rel, package)
+    if parts is None or len(parts) < 2:
         return None
     fname = parts[-1]
     dirs = parts[:-1]
-    if fname.endswith(_SOURCE_SUFFIXES):
+    if fname == "meson.build" or fname.endswith((".h", ".pxd")):
+        if not all(p.isidentifier() for p in dirs):
+            return None
+        return ".".join(dirs), False, "build"
+    if fname.endswith((".pyx.in", ".py.in")):
+        stem, kind = fname.split(".", 1)[0], "compiled"
+    elif fname.endswith(_SOURCE_SUFFIXES):
         stem, _, ext = fname.rpartition(".")
-        kind = "stub" if ext == "pyi" else "source"
+        kind = {"pyi": "stub", "pyx": "cython"}.get(ext, "source")
     else:
         m = _COMPILED_RE.match(fname)
         if not m:
@@ -564,6 +602,12 @@ class ModuleInfo:
     open_reason: str | None = None
     parse_error: str | None = None
     registered_modules: list[str] = field(default_factory=list)
+    #: Literal names this module's code sets with ``setattr(obj, "name", v)``
+    #: on objects that are not its own classes or ``self``/``cls``: another
+    #: module may be the target (scikit-image's plugin manager injects
+    #: ``imread_collection`` into plugin modules), so the model never calls
+    #: such a name absent anywhere in the package.
+    injects: list[str] = field(default_factory=list)
 
     # -- constructors -------------------------------------------------------
 
@@ -653,6 +697,7 @@ class ModuleInfo:
             "open_reason": self.open_reason,
             "parse_error": self.parse_error,
             "registered_modules": self.registered_modules,
+            "injects": self.injects,
         }
 
     @classmethod
@@ -697,6 +742,7 @@ class _ModuleExtractor:
         info.doc = ast.get_docstring(self.tree)
         self._stmts(self.tree.body, False, {})
         self._scan_globals()
+        self._scan_injects()
         if self.getattr_node is not None:
             info.getattr = _GetattrAnalyzer(self).run(self.getattr_node)
             for n, target in info.getattr.get("admitted", {}).items():
@@ -984,6 +1030,31 @@ class _ModuleExtractor:
                     first.id
                 ].dynamic = f"setattr() on the class at line {value.lineno}"
 
+    def _scan_injects(self) -> None:
+        """Record ``setattr(obj, "lit", v)`` names (see ``ModuleInfo.injects``)."""
+        raw = self.raw
+        if raw is not None:
+            data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace")
+            if b"setattr" not in data:
+                return
+        found: set[str] = set()
+        for node in ast.walk(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr"
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                first = node.args[0]
+                if isinstance(first, ast.Name) and (
+                    first.id in ("self", "cls") or first.id in self.info.classes
+                ):
+                    continue
+                found.add(node.args[1].value)
+        self.info.injects = sorted(found)
+
     def _scan_globals(self) -> None:
         """Find ``global X`` declarations and uses of ``globals()`` anywhere.
 
@@ -1036,6 +1107,18 @@ class _ModuleExtractor:
                     for c in (node.left, *node.comparators):
                         if _is_globals_call(c):
                             handled.add(id(c))
+                elif (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Load)
+                    and _is_globals_call(node.value)
+                ) or (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in _READONLY_GLOBALS_METHODS
+                    and _is_globals_call(node.value)
+                ):
+                    # ``globals()["_x"]`` / ``globals().get(name)``: a read of
+                    # the module's own names (deprecation shims return one)
+                    handled.add(id(node.value))
                 elif isinstance(node, (ast.Assign, ast.AugAssign)) and not isinstance(
                     top, (ast.Assign, ast.For, ast.AsyncFor, ast.If, ast.Try, ast.With)
                 ):
@@ -1755,6 +1838,7 @@ class PackageModel:
         self._dirs: set[str] = set()
         self._modules: dict[str, ModuleInfo] | None = None
         self._registered: set[str] | None = None
+        self._injects: dict[str, str] | None = None
         self._cache: dict[tuple[str, str], _Step] = {}
         self._resolve_cache: dict[str, Resolution] = {}
         self._suggest_index: _SuggestIndex | None = None
@@ -1789,8 +1873,8 @@ class PackageModel:
         extracted ModuleInfo objects do)."""
         t0 = time.perf_counter()
         model = cls(package, root)
-        top = Path(root) / package
-        if top.is_dir():
+        top = package_dir(Path(root), package)
+        if top is not None:
             todo: list[str] = []
             for dirpath, dirnames, filenames in os.walk(top):
                 dirnames[:] = sorted(
@@ -1845,14 +1929,28 @@ class PackageModel:
         if kind == "compiled":
             info = ModuleInfo(name=dotted, rel=rel, is_package=is_pkg, kind="compiled")
         else:
-            info = ModuleInfo.from_source(
-                data or b"", name=dotted, rel=rel, is_package=is_pkg, kind=kind
+            info = module_info_from_bytes(
+                data or b"", dotted, rel, is_pkg, kind, self.root
             )
         self.add_module(info)
         return True
 
     def add_module(self, info: ModuleInfo) -> None:
         """Add or replace the module parsed from ``info.rel``."""
+        if (
+            info.kind == "cython"
+            and (info.open_reason or "").startswith("cython-include")
+            and self.root is not None
+        ):
+            # extracted without the corpus root at hand: read its includes now
+            try:
+                data = (self.root / info.rel).read_bytes()
+            except OSError:
+                pass
+            else:
+                info = module_info_from_bytes(
+                    data, info.name, info.rel, info.is_package, "cython", self.root
+                )
         self._files[info.rel] = info
         parent = info.rel.rpartition("/")[0]
         while parent:
@@ -1915,6 +2013,7 @@ class PackageModel:
     def _invalidate(self) -> None:
         self._modules = None
         self._registered = None
+        self._injects = None
         self._cache.clear()
         self._resolve_cache.clear()
         self._call_cache.clear()
@@ -1927,20 +2026,23 @@ class PackageModel:
 
         Precedence follows the import system: a package directory beats a
         module file beats a namespace directory; within one, a ``.pyi`` stub
-        (for names) beats a compiled extension beats source.
+        (for names) beats the source a compiled extension is built from
+        (``.pyx``, or a ``.py`` compiled by Cython, as lxml ships them) beats
+        the opaque extension itself.
         """
         if self._modules is None:
-            rank = {"stub": 3, "compiled": 2, "source": 1}
             best: dict[str, tuple[tuple[int, int], ModuleInfo]] = {}
             for info in self._files.values():
-                key = (2 if info.is_package else 1, rank.get(info.kind, 0))
+                if info.kind == "build":
+                    continue
+                key = (2 if info.is_package else 1, _KIND_RANK.get(info.kind, 0))
                 cur = best.get(info.name)
                 if cur is None or key > cur[0]:
                     best[info.name] = (key, info)
             mods = {k: v[1] for k, v in best.items()}
             for d in self._dirs:
-                parts = d.split("/")
-                if parts[0] != self.package or not all(p.isidentifier() for p in parts):
+                parts = _package_parts(d, self.package)
+                if parts is None or not all(p.isidentifier() for p in parts):
                     continue
                 dotted = ".".join(parts)
                 if dotted not in mods:
@@ -2070,6 +2172,18 @@ class PackageModel:
                     failed_at=i,
                     parent=parent,
                 )
+            if pinfo is not None and self._headers_only(parent):
+                return Resolution(
+                    dotted,
+                    UNKNOWN,
+                    kind="module",
+                    reason="build-generated",
+                    message=(
+                        f"'{parent}' ships C headers only; its build may add '{name}'"
+                    ),
+                    failed_at=i,
+                    parent=parent,
+                )
             if pinfo is not None and not pinfo.is_package:
                 msg = f"No module named '{name}'; '{parent}' is not a package"
             else:
@@ -2102,6 +2216,18 @@ class PackageModel:
                 parent=module,
             )
         return self._found(dotted, step)
+
+    def _headers_only(self, package: str) -> bool:
+        """A package of C headers / ``.pxd`` and no module but its
+        ``__init__`` (lxml's ``includes``): builds add header subpackages."""
+        has_headers = False
+        prefix = package + "."
+        for info in self._files.values():
+            if info.kind == "build" and info.name == package:
+                has_headers = has_headers or info.rel.endswith((".h", ".pxd"))
+            elif info.name.startswith(prefix):
+                return False
+        return has_headers
 
     def _registered_modules(self) -> set[str]:
         if self._registered is None:
@@ -2250,9 +2376,32 @@ class PackageModel:
             )
         if uncertain is not None:
             return uncertain
+        if sub in self._registered_modules():
+            return _Fail(
+                UNKNOWN,
+                "registered-module",
+                f"'{sub}' is registered at import time or declared by the build",
+            )
+        injector = self._injected().get(name)
+        if injector is not None:
+            return _Fail(
+                UNKNOWN,
+                "injected",
+                f"'{name}' may be set on '{mod}' at run time by setattr() in {injector}",
+            )
         return _Fail(
             ABSENT, "no-such-name", f"'{mod}' has no attribute or submodule '{name}'"
         )
+
+    def _injected(self) -> dict[str, str]:
+        """Name -> a module that ``setattr``s it (``ModuleInfo.injects``)."""
+        if self._injects is None:
+            out: dict[str, str] = {}
+            for info in self._files.values():
+                for n in info.injects:
+                    out.setdefault(n, info.name)
+            self._injects = out
+        return self._injects
 
     def _binding(self, info: ModuleInfo, b: Binding, seen: frozenset[Any]) -> _Step:
         mod = info.name
@@ -2829,12 +2978,68 @@ def _extract_files(root: str, package: str, rels: list[str]) -> list[ModuleInfo]
                 )
             )
             continue
-        out.append(
-            ModuleInfo.from_source(
-                data, name=dotted, rel=rel, is_package=is_pkg, kind=kind
-            )
-        )
+        out.append(module_info_from_bytes(data, dotted, rel, is_pkg, kind, Path(root)))
     return out
+
+
+_MESON_EXT_RE = re.compile(r"extension_module\(\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")
+
+#: Which file describes a module when several have its name (see ``modules``).
+_KIND_RANK = {"stub": 4, "cython": 3, "source": 2, "compiled": 1}
+
+
+def module_info_from_bytes(
+    data: bytes,
+    name: str,
+    rel: str,
+    is_package: bool,
+    kind: str,
+    root: Path | None = None,
+) -> ModuleInfo:
+    """Facts of one module file of any kind but ``compiled``.
+
+    A ``.pyx`` goes through :func:`~pycsamt_lsp.model.cython.cython_stub`;
+    its ``include`` files are read relative to it under ``root`` (without a
+    root the namespace stays open, and ``PackageModel.add_module`` completes
+    it when the model has one)."""
+    if kind == "build":
+        info = ModuleInfo(name=name, rel=rel, kind="build")
+        if rel.endswith("meson.build"):
+            text = data.decode("utf-8", errors="replace")
+            info.registered_modules = [
+                f"{name}.{m}" for m in _MESON_EXT_RE.findall(text)
+            ]
+        return info
+    if kind != "cython":
+        return ModuleInfo.from_source(
+            data, name=name, rel=rel, is_package=is_package, kind=kind
+        )
+    from pycsamt_lsp.model.cython import cython_stub
+
+    here = (Path(root) / rel).parent if root is not None else None
+
+    def read(path: str) -> str | None:
+        if here is None:
+            return None
+        try:
+            return (here / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    stub = cython_stub(data.decode("utf-8", errors="replace"), read)
+    info = ModuleInfo.from_source(
+        stub.source, name=name, rel=rel, is_package=is_package, kind="cython"
+    )
+    for b in info.bindings.values():
+        b.line = stub.lines.get(b.line, b.line)
+    for obj in (*info.functions.values(), *info.classes.values()):
+        for attr in ("line", "end_line"):
+            v = getattr(obj, attr, None)
+            if isinstance(v, int):
+                setattr(obj, attr, stub.lines.get(v, v))
+    if stub.open_reason and info.open_reason is None:
+        info.open_reason = stub.open_reason
+    return info
 
 
 class _SuggestIndex:

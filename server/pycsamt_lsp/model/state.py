@@ -22,7 +22,13 @@ from typing import Any
 from pycsamt_lsp.chunking import FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.tokenize import term_counts
-from pycsamt_lsp.model.package import ModuleInfo, PackageModel, module_name_for
+from pycsamt_lsp.model.package import (
+    ModuleInfo,
+    PackageModel,
+    module_info_from_bytes,
+    module_name_for,
+    package_dir,
+)
 
 __all__ = ["MODEL_FILE", "load_model", "module_files", "process_file", "save_model"]
 
@@ -35,9 +41,12 @@ _SKIP = frozenset(
 
 
 def module_files(root: Path, package: str) -> dict[str, Path]:
-    """Every module file under ``root/package``: ``rel -> path``."""
+    """Every module file of the package under ``root`` (flat or src layout):
+    ``rel -> path``."""
     out: dict[str, Path] = {}
-    top = root / package
+    top = package_dir(root, package)
+    if top is None:
+        return out
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(
             d for d in dirnames if d not in _SKIP and not d.startswith(".")
@@ -60,13 +69,11 @@ def module_info(
     dotted, is_pkg, kind = meta
     if kind == "compiled":
         return ModuleInfo(name=dotted, rel=rel, is_package=is_pkg, kind="compiled")
-    if tree is not None:
+    if tree is not None and kind in ("source", "stub"):
         return ModuleInfo.from_tree(
             tree, name=dotted, rel=rel, is_package=is_pkg, kind=kind, source=data
         )
-    return ModuleInfo.from_source(
-        data, name=dotted, rel=rel, is_package=is_pkg, kind=kind
-    )
+    return module_info_from_bytes(data, dotted, rel, is_pkg, kind)
 
 
 def process_file(
