@@ -4,7 +4,7 @@ Unit tests run on fixture registries written here (both formats the router
 reads); the quality gate scores the TUNING split (suites/routing_tuning.jsonl)
 and shows that the gate fails when the workflow descriptors are switched off.
 The frozen test split is only checked for shape here, never scored against a
-threshold: its figures are measured and reported (docs: /work/notes/routing.md).
+threshold: its figures are measured and reported (python -m pycsamt_lsp.routing).
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def test_yaml_registry_reads_lines_defaults_and_aliases(registry: LineRegistry) 
 
 
 def test_the_package_template_registry_is_not_loaded(checkout: Path) -> None:
+    (checkout / "projects" / "plotting.yml").write_text("dpi: 150\n")  # not a registry
     files = [p.name for p in discover_registry_files(checkout)]
     assert files == ["willy_project_registry.yml"]
     reg = load_line_registry(checkout)
@@ -154,9 +155,17 @@ def test_workspace_toml_and_checkout_yaml_merge(
 @pytest.mark.parametrize(
     ("name", "text", "fragment"),
     [
-        ("bad.yml", "lines: [unclosed\n", "not valid YAML"),
-        ("nolines.yml", "project: {name: X}\n", "needs a 'lines' table"),
-        ("noedi.yml", "lines:\n  L1: {sort_by: lon}\n", "edi_dir must be a path"),
+        ("bad_project_registry.yml", "lines: [unclosed\n", "not valid YAML"),
+        (
+            "nolines_project_registry.yml",
+            "project: {name: X}\n",
+            "needs a 'lines' table",
+        ),
+        (
+            "noedi_project_registry.yaml",
+            "lines:\n  L1: {sort_by: lon}\n",
+            "edi_dir must be a path",
+        ),
     ],
 )
 def test_a_broken_yaml_registry_gives_one_warning(

@@ -274,7 +274,7 @@ def _blob_to_text(text: str, j: int) -> int:
 
 
 def discover_registry_files(*roots: str | Path | None) -> list[Path]:
-    """Registry files under each root: ``.pycsamt/projects.toml``, ``projects/*.yml``.
+    """Registry files under each root: ``.pycsamt/projects.toml``, ``projects/*registry*.yml``.
 
     The package's blank template (``example_project_registry.yml``) is left out.
     """
@@ -288,7 +288,10 @@ def discover_registry_files(*roots: str | Path | None) -> list[Path]:
             out.append(ws)
         proj = base / "projects"
         if proj.is_dir():
-            for p in sorted([*proj.glob("*.yml"), *proj.glob("*.yaml")]):
+            # the package names its registries <survey>_project_registry.yml;
+            # other YAML files there (configs) are not registries
+            found = [*proj.glob("*registry*.yml"), *proj.glob("*registry*.yaml")]
+            for p in sorted(found):
                 if p.name not in _TEMPLATE_NAMES and p not in out:
                     out.append(p)
     return out
