@@ -1,27 +1,30 @@
-"""Hallucinated-import diagnostics and their quick fixes.
+"""Hallucinated-import diagnostics of open documents.
 
-Per open document: debounced on change, computed off the event loop from
-the current package model, published with the document version, dropped if
-the document changed or closed meanwhile, cleared on close, and recomputed
-for every open document when the index or the model changes (a symbol added
-to the package makes its squiggle go away). Python buffers are checked
-whole; Markdown and reStructuredText buffers have their ``python`` code
-blocks checked with the block's line offset.
+Per open document: debounced on change, computed in the editor lane within
+the server's ``diagnostics_budget`` from the current package model,
+published with the document version, dropped if the document changed or
+closed meanwhile, cleared on close, and recomputed for every open document
+when the index or the model changes (a symbol added to the package makes
+its squiggle go away). Python buffers are checked whole; Markdown and
+reStructuredText buffers have their ``python`` code blocks checked with the
+block's line offset. The quick fixes travel in each diagnostic's ``data``
+(:mod:`.code_actions` turns them into edits). The debounce timers are the
+server's (``diagnostics_timers``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
 
-from pycsamt_lsp.lsp.server import PycsamtServer, server
+if TYPE_CHECKING:
+    from pycsamt_lsp.lsp.server import PycsamtServer
 
-__all__ = ["python_regions"]
+__all__ = ["SOURCE", "compute", "python_regions", "register"]
 
 log = logging.getLogger("pycsamt_lsp")
 
@@ -36,7 +39,9 @@ _MD_FENCE = re.compile(r"^(\s*)(```|~~~)\s*(\w+)?")
 _RST_BLOCK = re.compile(
     r"^(\s*)\.\.\s+(code-block|code|sourcecode)::\s*(python|py|python3)?\s*$|^(.*)::\s*$"
 )
-_pending: dict[str, asyncio.TimerHandle] = {}
+#: at most this many diagnostics per document (a pasted file of 10,000
+#: bad imports must not make a 50 MB notification)
+MAX_DIAGNOSTICS = 500
 
 
 def python_regions(text: str, language: str) -> list[tuple[int, str]]:
@@ -121,7 +126,10 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
     for offset, code in python_regions(text, language):
         if not code.strip():
             continue
+        code_lines = code.splitlines()
         for p in ws.problems(code):
+            if len(out) >= MAX_DIAGNOSTICS:
+                break
             sev = (
                 severity if p.severity == "error" else types.DiagnosticSeverity.Warning
             )
@@ -135,9 +143,7 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
                 src_line = (
                     lines[offset + p.line] if offset + p.line < len(lines) else ""
                 )
-                code_line = (
-                    code.splitlines()[p.line] if p.line < len(code.splitlines()) else ""
-                )
+                code_line = code_lines[p.line] if p.line < len(code_lines) else ""
                 code_indent = (
                     len(src_line)
                     - len(src_line.lstrip())
@@ -200,12 +206,31 @@ async def publish(ls: PycsamtServer, uri: str) -> None:
     if language not in ("python", "markdown", "restructuredtext"):
         return
     version, text = doc.version, doc.source
-    try:
-        await ls.workspace_ready()
-        diags = await asyncio.to_thread(compute, ls, text, language)
-    except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server
-        log.warning("diagnostics for %s failed: %s", uri, exc)
-        return
+    if len(text) > ls.max_document_chars:
+        log.warning(
+            "diagnostics skipped: %s has %d characters (limit %d)",
+            uri,
+            len(text),
+            ls.max_document_chars,
+        )
+        diags: list[types.Diagnostic] | None = []
+    else:
+        try:
+            if await ls.editor_workspace() is None:
+                return
+            diags = await ls.run_blocking(
+                f"diagnostics of {uri}",
+                compute,
+                ls,
+                text,
+                language,
+                budget=ls.diagnostics_budget,
+            )
+        except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server
+            log.warning("diagnostics for %s failed: %s", uri, exc)
+            return
+        if diags is None:  # over budget or busy: keep what the client shows
+            return
     doc = ls.workspace.text_documents.get(unquote(uri))
     if doc is None or doc.version != version:
         return  # closed or edited meanwhile: a newer run will publish
@@ -216,35 +241,34 @@ async def publish(ls: PycsamtServer, uri: str) -> None:
 
 def schedule(ls: PycsamtServer, uri: str, delay: float) -> None:
     """Debounce per URI."""
-    handle = _pending.pop(uri, None)
+    timers = ls.diagnostics_timers
+    handle = timers.pop(uri, None)
     if handle is not None:
         handle.cancel()
+    if ls.loop is None:
+        return
 
     def fire() -> None:
-        _pending.pop(uri, None)
+        timers.pop(uri, None)
         ls.spawn(publish(ls, uri))
 
-    _pending[uri] = ls.loop.call_later(delay, fire)
+    timers[uri] = ls.loop.call_later(delay, fire)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: PycsamtServer, params: types.DidOpenTextDocumentParams) -> None:
     await publish(ls, params.text_document.uri)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: PycsamtServer, params: types.DidChangeTextDocumentParams) -> None:
     schedule(ls, params.text_document.uri, max(ls.settings.debounceMs, 0) / 1000.0)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: PycsamtServer, params: types.DidSaveTextDocumentParams) -> None:
     schedule(ls, params.text_document.uri, 0.0)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: PycsamtServer, params: types.DidCloseTextDocumentParams) -> None:
-    handle = _pending.pop(params.text_document.uri, None)
+    handle = ls.diagnostics_timers.pop(params.text_document.uri, None)
     if handle is not None:
         handle.cancel()
     ls.text_document_publish_diagnostics(
@@ -257,42 +281,10 @@ def _refresh_all(ls: PycsamtServer) -> None:
         schedule(ls, uri, 0.05)
 
 
-server.on_index_changed.append(_refresh_all)
-
-
-@server.feature(
-    types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
-)
-def code_action(
-    ls: PycsamtServer, params: types.CodeActionParams
-) -> list[types.CodeAction]:
-    actions: list[types.CodeAction] = []
-    uri = params.text_document.uri
-    for diag in params.context.diagnostics:
-        if diag.source != SOURCE or not isinstance(diag.data, dict):
-            continue
-        for i, fix in enumerate(diag.data.get("fixes") or []):
-            try:
-                edits = [
-                    types.TextEdit(
-                        range=types.Range(
-                            start=types.Position(**e["range"]["start"]),
-                            end=types.Position(**e["range"]["end"]),
-                        ),
-                        new_text=e["newText"],
-                    )
-                    for e in fix["edits"]
-                ]
-            except (KeyError, TypeError):
-                continue
-            actions.append(
-                types.CodeAction(
-                    title=fix["title"],
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
-                    is_preferred=i == 0,
-                    edit=types.WorkspaceEdit(changes={uri: edits}),
-                )
-            )
-    return actions
+def register(ls: PycsamtServer) -> None:
+    """Register the document-sync handlers that drive diagnostics on *ls*."""
+    ls.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    ls.feature(types.TEXT_DOCUMENT_DID_SAVE)(did_save)
+    ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.on_index_changed.append(_refresh_all)

@@ -1,0 +1,84 @@
+"""``workspace/executeCommand``: every command of the catalogue
+(:func:`pycsamt_lsp.commands.catalog.build_registry`).
+
+A handler is a few lines: parse the arguments against the command's
+dataclass, wait for the index, run the command in the command lane. The
+error mapping is the one rule of :mod:`pycsamt_lsp.errors`: the caller's
+fault (:class:`~pycsamt_lsp.errors.ArgumentError` and its family) is
+``InvalidParams``; anything else is an ``InternalError`` whose message says
+what failed, one line, never empty.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from pycsamt_lsp.commands.catalog import build_registry
+from pycsamt_lsp.commands.registry import Command, parse_args
+from pycsamt_lsp.errors import is_argument_error
+from pycsamt_lsp.lsp import indexing
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.lsp.server import PycsamtServer
+
+__all__ = ["describe", "register"]
+
+log = logging.getLogger("pycsamt_lsp")
+
+
+def describe(exc: BaseException) -> str:
+    """One non-empty line for an exception (``MemoryError()`` says nothing)."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    name = type(exc).__name__
+    if not first:
+        return name
+    return first[:300] if is_argument_error(exc) else f"{name}: {first[:300]}"
+
+
+def _make_command(cmd: Command):
+    name = cmd.name
+
+    # ``ls: LanguageServer``: pygls resolves the annotations of a command
+    # handler at run time, and the real class is only imported for typing.
+    async def run(ls: LanguageServer, *args: Any) -> Any:
+        server: PycsamtServer = ls  # type: ignore[assignment]
+        try:
+            parsed = parse_args(cmd.args, list(args))
+            if name == "pycsamt.rebuild":
+                ws = await server.workspace_ready()
+                result = await indexing.run_with_progress(
+                    server, "Rebuilding pyCSAMT index", ws.rebuild
+                )
+                if result is None:
+                    raise RuntimeError(server.index_error or "rebuild failed")
+                return result
+            ctx = await server.workspace_ready()
+            result = await server.run_blocking(
+                name, cmd.handler, ctx, parsed, lane="command"
+            )
+        except Exception as exc:  # noqa: BLE001 - every failure is answered
+            if is_argument_error(exc):
+                log.info("%s: %s", name, describe(exc))
+                raise JsonRpcInvalidParams(message=f"{name}: {describe(exc)}") from None
+            log.exception("command %s failed", name)
+            raise JsonRpcInternalError(
+                message=f"{name} failed: {describe(exc)}"
+            ) from None
+        if isinstance(result, dict) and server.state != "ready":
+            result = {**result, "stale": True, "state": server.state}
+        return result
+
+    run.__name__ = name.replace(".", "_")
+    return run
+
+
+def register(ls: PycsamtServer) -> None:
+    """Register every command of the catalogue on *ls* (built explicitly)."""
+    registry = build_registry()
+    for name in sorted(registry):
+        ls.command(name)(_make_command(registry[name]))

@@ -1,0 +1,354 @@
+"""The index inside the server: open it with progress, watch the corpus,
+debounce changes into refreshes, persist in the background.
+
+``start`` finds the corpus root (settings, then the workspace folder), opens
+the index in the command lane with ``$/progress`` and the ``pycsamt/indexState``
+notification, then loads the package model so the first hover does not pay
+for it. Watching is the client's (``didChangeWatchedFiles``, registered
+dynamically) when it can and the corpus is in its workspace, else
+server-side (``watchfiles``). A burst of events becomes one refresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from pycsamt_lsp.answer.context import configure
+from pycsamt_lsp.corpus.discovery import discover_root
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.errors import BuildCancelled, CorpusError, ProfileError
+from pycsamt_lsp.workspace.facade import Workspace
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.lsp.server import PycsamtServer
+
+__all__ = ["configure_ask", "register", "run_with_progress", "start"]
+
+log = logging.getLogger("pycsamt_lsp")
+
+_WATCH_GLOBS = ("**/*.py", "**/*.rst", "**/*.md")
+
+
+def workspace_folder(ls: PycsamtServer) -> str | None:
+    """The first workspace folder's path (or the root path), if any."""
+    try:
+        folders = list(ls.workspace.folders.values())
+    except RuntimeError:
+        return None
+    if folders:
+        return to_fs_path(folders[0].uri)
+    root = ls.workspace.root_path
+    return root or None
+
+
+async def start(ls: PycsamtServer) -> None:
+    """Find the corpus, open the index with progress, then watch it."""
+    assert ls.loop is not None and ls.opened is not None
+    ls.model_loaded = ls.loop.create_future()
+    try:
+        profile = load_profile(ls.settings.profile)
+        root = discover_root(
+            profile, ls.settings.corpusRoot, workspace=workspace_folder(ls)
+        )
+    except (CorpusError, ProfileError) as exc:
+        ls.state, ls.index_error = "error", str(exc)
+        log.error("%s", exc)
+        ls.show(f"pyCSAMT: {exc}")
+        ls.send_state(str(exc))
+        ls.opened.set_result(None)
+        ls.model_loaded.set_result(None)
+        return
+    index_dir = Path(ls.settings.indexDir) if ls.settings.indexDir else None
+    ws = Workspace(root, profile, index_dir=index_dir, long_lived=True)
+    ls.ws = ws
+    configure_ask(ls)
+    loop = ls.loop
+    ws.listeners.append(lambda _snap: loop.call_soon_threadsafe(index_changed, ls))
+    log.info(
+        "corpus root %s (profile %s); index in %s", root, profile.name, ws.index_dir
+    )
+    # Watch first: a change made while the index opens is queued and applied
+    # right after (refreshes wait for the open to finish), never missed.
+    await _start_watching(ls)
+    model_loaded = ls.model_loaded
+    try:
+        await run_with_progress(ls, "Indexing pyCSAMT corpus", ws.open)
+        if not ls.opened.done():
+            ls.opened.set_result(None)
+        # Queries are answered from here on; load the package model right
+        # away too, so the first hover or diagnostics pass does not wait.
+        if ws.snapshot is not None:
+            try:
+                await ls.run_blocking("model load", ws.ensure_model, lane="command")
+            except Exception:  # noqa: BLE001 - diagnostics retry it on first use
+                log.exception("loading the package model failed")
+    finally:
+        if not model_loaded.done():
+            model_loaded.set_result(None)
+
+
+def configure_ask(ls: PycsamtServer) -> None:
+    """Hand the answering layer its settings (the key stays in the environment)."""
+    if ls.ws is None:
+        return
+    configure(
+        ls.ws,
+        model=ls.settings.openaiModel,
+        dense=ls.settings.dense,
+        workspace_root=workspace_folder(ls),
+    )
+
+
+async def run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
+    """Run ``work(progress)`` in a worker with work-done progress and state updates."""
+    caps = ls.client_capabilities
+    use_progress = bool(caps.window and caps.window.work_done_progress)
+    token = f"pycsamt-index-{uuid.uuid4().hex[:8]}"
+    progress = ls.work_done_progress
+    if use_progress:
+        try:
+            await progress.create_async(token)
+        except Exception as exc:  # noqa: BLE001 - progress is a courtesy
+            log.info("client refused progress: %s", exc)
+            use_progress = False
+    ls.state, ls.percent = ("stale" if ls.ws and ls.ws.snapshot else "building"), 0
+    if use_progress:
+        progress.begin(
+            token,
+            types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False),
+        )
+    ls.send_state(title)
+    last = [-1]
+    loop = ls.loop
+    assert loop is not None
+
+    def report(pct: int, message: str) -> None:
+        if pct == last[0]:
+            return
+        last[0] = pct
+
+        def send() -> None:
+            ls.percent = pct
+            if (
+                ls.ws is not None
+                and ls.ws.snapshot is not None
+                and ls.state == "building"
+            ):
+                ls.state = "stale"
+            if use_progress:
+                progress.report(
+                    token, types.WorkDoneProgressReport(message=message, percentage=pct)
+                )
+            ls.send_state(message)
+
+        loop.call_soon_threadsafe(send)
+
+    try:
+        result = await ls.run_blocking(title, work, report, lane="command")
+    except asyncio.CancelledError:
+        # the server is stopping (client gone): stop a build process too, or
+        # the exit would wait for the worker thread, i.e. the whole build
+        if ls.ws is not None:
+            ls.ws.cancel_build()
+        raise
+    except BuildCancelled:
+        log.info("index build cancelled")
+        if use_progress:
+            progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
+        return None
+    except Exception as exc:  # noqa: BLE001 - reported to the user, server stays up
+        log.exception("indexing failed")
+        ls.state, ls.index_error = "error", f"indexing failed: {exc}"
+        if use_progress:
+            progress.end(token, types.WorkDoneProgressEnd(message=ls.index_error))
+        ls.show(f"pyCSAMT: {ls.index_error}")
+        ls.send_state(ls.index_error)
+        return None
+    ls.state, ls.percent = "ready", 100
+    summary = (
+        f"{result.get('action', 'build')}: {result['n_chunks']} chunks from "
+        f"{result['n_files']} files in {result['seconds']} s"
+        + (" (built in a separate process)" if result.get("isolated") else "")
+    )
+    log.info("index %s", summary)
+    if use_progress:
+        progress.end(token, types.WorkDoneProgressEnd(message=summary))
+    ls.send_state(summary)
+    return result
+
+
+# -- file watching -------------------------------------------------------------
+
+
+def _root_in_workspace(ls: PycsamtServer, root: Path) -> bool:
+    folder = workspace_folder(ls)
+    if not folder:
+        return False
+    try:
+        root.resolve().relative_to(Path(folder).resolve())
+        return True
+    except ValueError:
+        return False
+
+
+async def _start_watching(ls: PycsamtServer) -> None:
+    ws = ls.ws
+    if ws is None or ls.settings.watch == "off":
+        return
+    caps = ls.client_capabilities
+    dyn = caps.workspace and caps.workspace.did_change_watched_files
+    client_can = bool(dyn and dyn.dynamic_registration)
+    mode = ls.settings.watch
+    if mode == "auto":
+        mode = "client" if client_can and _root_in_workspace(ls, ws.root) else "server"
+    if mode == "client":
+        base = ws.root.as_posix().rstrip("/")
+        watchers = [
+            types.FileSystemWatcher(glob_pattern=f"{base}/{g}") for g in _WATCH_GLOBS
+        ]
+        try:
+            await ls.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id=f"pycsamt-watch-{uuid.uuid4().hex[:8]}",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=watchers
+                            ),
+                        )
+                    ]
+                )
+            )
+            log.info("file watching: client (didChangeWatchedFiles) for %s", base)
+            return
+        except Exception as exc:  # noqa: BLE001 - fall back to our own watcher
+            log.info(
+                "client watcher registration failed (%s); watching server-side", exc
+            )
+    ls.watch_stop = asyncio.Event()
+    ls.spawn(_watch_server_side(ls, ws.root, ls.watch_stop))
+
+
+async def _watch_server_side(
+    ls: PycsamtServer, root: Path, stop: asyncio.Event
+) -> None:
+    """Watch the corpus with ``watchfiles`` (Rust ``notify``; batches events)."""
+    import watchfiles  # noqa: PLC0415 - only this watcher mode needs the extension
+
+    profile = ls.ws.profile if ls.ws else None
+
+    def wanted(_change: watchfiles.Change, path: str) -> bool:
+        return (
+            path.endswith(profile.suffixes if profile else (".py",))
+            and "/.pycsamt_rag" not in path
+        )
+
+    log.info("file watching: server-side (watchfiles) for %s", root)
+    try:
+        async for changes in watchfiles.awatch(
+            root,
+            watch_filter=wanted,
+            stop_event=stop,
+            debounce=max(ls.settings.debounceMs, 50),
+            step=50,
+            recursive=True,
+            ignore_permission_denied=True,
+        ):
+            queue_paths(ls, [p for _c, p in changes])
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the server keeps running without it
+        log.warning("server-side file watcher stopped: %s", exc)
+
+
+def on_watched_files(
+    ls: PycsamtServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    paths = []
+    for ev in params.changes:
+        try:
+            p = to_fs_path(ev.uri)
+        except Exception:  # noqa: BLE001 - one bad URI must not drop the others
+            p = None
+        if p and "\x00" not in p:
+            paths.append(p)
+        else:
+            log.warning("ignored a watched-file event with a bad URI: %.200r", ev.uri)
+    queue_paths(ls, paths)
+
+
+def queue_paths(ls: PycsamtServer, paths: list[str]) -> None:
+    """Debounce: a burst of events (a ``git checkout``) becomes one refresh."""
+    if not paths or ls.ws is None or ls.loop is None:
+        return
+    ls.pending_paths.update(paths)
+    if ls.flush_timer is not None:
+        ls.flush_timer.cancel()
+    ls.flush_timer = ls.loop.call_later(
+        ls.settings.debounceMs / 1000.0, lambda: ls.spawn(_flush_pending(ls))
+    )
+
+
+async def _flush_pending(ls: PycsamtServer) -> None:
+    if ls.refreshing is None:
+        ls.refreshing = asyncio.Lock()
+    async with ls.refreshing:
+        if ls.opened is not None:
+            await asyncio.shield(ls.opened)
+        paths, ls.pending_paths = sorted(ls.pending_paths), set()
+        if not paths or ls.ws is None:
+            return
+        try:
+            report = await ls.run_blocking(
+                "refresh", ls.ws.refresh, paths, lane="command"
+            )
+        except Exception:  # noqa: BLE001 - logged; the old snapshot keeps serving
+            log.exception("refresh failed for %d paths", len(paths))
+            return
+        n = len(report["changed"]) + len(report["added"]) + len(report["removed"])
+        log.info(
+            "refresh of %d paths: %d changed, %d added, %d removed",
+            len(paths),
+            len(report["changed"]),
+            len(report["added"]),
+            len(report["removed"]),
+        )
+        if n:
+            _schedule_persist(ls)
+
+
+def _schedule_persist(ls: PycsamtServer, delay: float = 2.0) -> None:
+    """Persist in the background, once a burst of updates has settled."""
+    if ls.persist_timer is not None:
+        ls.persist_timer.cancel()
+    ws = ls.ws
+    assert ls.loop is not None and ws is not None
+
+    def fire() -> None:
+        ls.spawn(ls.run_blocking("persist", ws.persist, lane="command"))
+
+    ls.persist_timer = ls.loop.call_later(delay, fire)
+
+
+def index_changed(ls: PycsamtServer) -> None:
+    """A new snapshot is live: tell the client and the features that follow it."""
+    if ls.state == "ready":
+        ls.send_state("index updated")
+    for fn in list(ls.on_index_changed):
+        try:
+            fn(ls)
+        except Exception:  # noqa: BLE001 - one feature must not break others
+            log.exception("index-change hook failed")
+
+
+def register(ls: PycsamtServer) -> None:
+    """Register the file-watching handler on *ls*."""
+    ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(on_watched_files)

@@ -1,0 +1,142 @@
+"""Session life: ``initialize``, ``initialized``, configuration, ``shutdown``, ``exit``.
+
+``initialize`` installs the client log handler and reads the
+``initializationOptions``; ``initialized`` asks for ``workspace/configuration``
+and starts the index (:func:`pycsamt_lsp.lsp.indexing.start`). ``shutdown``
+stops the watcher, the build and every task, and persists an index that was
+updated in memory; ``exit`` records the exit code LSP asks for (0 after a
+``shutdown``, 1 without one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from pycsamt_lsp.lsp import indexing
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.lsp.server import PycsamtServer
+
+__all__ = ["register"]
+
+log = logging.getLogger("pycsamt_lsp")
+
+
+class _ClientLogHandler(logging.Handler):
+    """Forwards ``pycsamt_lsp`` log records to ``window/logMessage``."""
+
+    def __init__(self, ls: PycsamtServer) -> None:
+        super().__init__()
+        self.ls = ls
+
+    def emit(self, record: logging.LogRecord) -> None:
+        loop = self.ls.loop
+        if loop is None or loop.is_closed():
+            return
+        mtype = types.MessageType.Log
+        for level, kind in (
+            (logging.ERROR, types.MessageType.Error),
+            (logging.WARNING, types.MessageType.Warning),
+            (logging.INFO, types.MessageType.Info),
+        ):
+            if record.levelno >= level:
+                mtype = kind
+                break
+        try:
+            text = self.format(record)
+        except Exception:  # noqa: BLE001 - a log line must never fail a request
+            return
+        params = types.LogMessageParams(type=mtype, message=text)
+        try:
+            loop.call_soon_threadsafe(self.ls.window_log_message, params)
+        except RuntimeError:  # loop closed while shutting down
+            pass
+
+
+def on_initialize(ls: PycsamtServer, params: types.InitializeParams) -> None:
+    ls.loop = asyncio.get_running_loop()
+    handler = _ClientLogHandler(ls)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logger = logging.getLogger("pycsamt_lsp")
+    logger.addHandler(handler)
+    logger.propagate = False  # the client shows these; stderr would repeat them
+    ls.opened = ls.loop.create_future()  # requests before `initialized` wait on it
+    ls.update_settings(params.initialization_options)
+    if ls.cli_overrides:
+        ls.settings, _ = ls.settings.merged(ls.cli_overrides)
+
+
+async def on_initialized(ls: PycsamtServer, _params: types.InitializedParams) -> None:
+    caps = ls.client_capabilities
+    if caps.workspace and caps.workspace.configuration:
+        try:
+            got = await ls.workspace_configuration_async(
+                types.ConfigurationParams(
+                    items=[types.ConfigurationItem(section="pycsamt")]
+                )
+            )
+            if got and isinstance(got[0], dict):
+                ls.update_settings(got[0])
+                if ls.cli_overrides:
+                    ls.settings, _ = ls.settings.merged(ls.cli_overrides)
+        except Exception as exc:  # noqa: BLE001 - configuration is optional
+            log.info("workspace/configuration failed: %s", exc)
+    ls.spawn(indexing.start(ls))
+
+
+def on_configuration(
+    ls: PycsamtServer, params: types.DidChangeConfigurationParams
+) -> None:
+    before = (ls.settings.corpusRoot, ls.settings.profile)
+    ls.update_settings(params.settings)
+    indexing.configure_ask(ls)
+    after = (ls.settings.corpusRoot, ls.settings.profile)
+    if after != before and ls.opened is not None and ls.loop is not None:
+        log.info("corpus root or profile changed; reopening the index")
+        if ls.watch_stop is not None:
+            ls.watch_stop.set()
+        ls.opened = ls.loop.create_future()
+        ls.spawn(indexing.start(ls))
+
+
+async def on_shutdown(ls: PycsamtServer, *_args) -> None:
+    ls.shutdown_requested = True
+    if ls.watch_stop is not None:
+        ls.watch_stop.set()
+    if ls.ws is not None:
+        ls.ws.cancel_build()  # a build process must not outlive the server
+    for handle in (ls.flush_timer, ls.persist_timer, *ls.diagnostics_timers.values()):
+        if handle is not None:
+            handle.cancel()
+    ls.diagnostics_timers.clear()
+    tasks = [t for t in ls.tasks if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    if (
+        ls.ws is not None
+        and ls.ws.snapshot is not None
+        and not ls.ws.stats().get("persisted", True)
+    ):
+        await ls.run_blocking("persist at shutdown", ls.ws.persist, lane="command")
+
+
+def on_exit(ls: PycsamtServer, *_args) -> None:
+    """Runs before pygls stops the loop: LSP's exit code is 1 without shutdown."""
+    ls.exit_code = 0 if ls.shutdown_requested else 1
+    if not ls.shutdown_requested:
+        log.warning("exit without shutdown: exiting with code 1")
+
+
+def register(ls: PycsamtServer) -> None:
+    """Register the lifecycle handlers on *ls*."""
+    ls.feature(types.INITIALIZE)(on_initialize)
+    ls.feature(types.INITIALIZED)(on_initialized)
+    ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(on_configuration)
+    ls.feature(types.SHUTDOWN)(on_shutdown)
+    ls.feature(types.EXIT)(on_exit)

@@ -1,0 +1,156 @@
+"""The one way handlers run blocking work: off the event loop, bounded.
+
+Why one helper: every handler (hover, completion, diagnostics, commands,
+index refreshes) reads the workspace, which parses, scores and sometimes
+loads from disk. Run on the event loop, any of it would stop every other
+request; run through ``asyncio.to_thread`` without a bound, a buffer that
+makes the analysis slow piles up threads and one slow answer blocks the
+others. So each kind of work has a *lane*: a small dedicated thread pool and
+a cap on the jobs it holds.
+
+- An **editor** job (hover, completion, definition, diagnostics) has a time
+  budget. When it expires the request answers its empty value and the log
+  says why; the thread is left to finish (Python cannot stop it). Each job
+  gets a thread at once (so one stuck job delays nobody), and the lane
+  holds at most ``limit`` jobs: past that a request is answered empty at
+  once ("busy") instead of starting yet another thread.
+- A **command** job (``workspace/executeCommand``, refreshes, persisting)
+  has no budget (a rebuild takes what it takes) and its own pool, so a
+  burst of commands never delays a hover.
+
+A pure-Python loop in a worker releases the GIL every switch interval, so
+the event loop keeps answering while a job spins; C code that holds the GIL
+(a backtracking regex) is the one thing a thread cannot bound, which is why
+the analysis code keeps its patterns linear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["Lane", "Offload"]
+
+log = logging.getLogger("pycsamt_lsp")
+T = TypeVar("T")
+
+
+@dataclass
+class Lane:
+    """A pool of at most ``limit`` threads and the jobs it holds.
+
+    A lane with a budget admits at most ``limit`` jobs (running, or overdue
+    and still running): each admitted job gets a thread of its own at once,
+    so a stuck job never delays the next request, and stuck jobs cannot pile
+    up past ``limit``. A lane without a budget queues in its pool instead.
+    """
+
+    name: str
+    limit: int
+    budget: float | None
+    executor: ThreadPoolExecutor | None = None
+    running: int = 0
+
+    def pool(self) -> ThreadPoolExecutor:
+        if self.executor is None:
+            self.executor = ThreadPoolExecutor(
+                max_workers=self.limit, thread_name_prefix=f"pycsamt-{self.name}"
+            )
+        return self.executor
+
+
+class Offload:
+    """Runs blocking callables in bounded lanes (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        editor_budget: float = 5.0,
+        editor_limit: int = 8,
+        command_workers: int = 4,
+    ) -> None:
+        self.lanes = {
+            "editor": Lane("editor", editor_limit, editor_budget),
+            "command": Lane("command", command_workers, None),
+        }
+        self._lock = threading.Lock()
+        #: requests answered empty: {"timeout": n, "busy": n}
+        self.dropped = {"timeout": 0, "busy": 0}
+
+    def busy(self, lane: str = "editor") -> int:
+        """Jobs the lane holds now (running, queued or overdue)."""
+        return self.lanes[lane].running
+
+    async def run(
+        self,
+        what: str,
+        fn: Callable[..., T],
+        *args: Any,
+        lane: str = "editor",
+        budget: float | None = None,
+        default: Any = None,
+    ) -> T | Any:
+        """``fn(*args)`` in a worker of *lane*; *default* when over budget or
+        when the lane is full. Exceptions of *fn* propagate."""
+        ln = self.lanes[lane]
+        limit = ln.budget if budget is None else budget
+        with self._lock:
+            full = ln.budget is not None and ln.running >= ln.limit
+            if full:
+                self.dropped["busy"] += 1
+            else:
+                ln.running += 1
+        if full:
+            log.warning(
+                "%s answered empty: %d earlier %s jobs are still running",
+                what,
+                ln.running,
+                ln.name,
+            )
+            return default
+        try:
+            fut = ln.pool().submit(fn, *args)
+        except RuntimeError:  # the pool was shut down: the server is stopping
+            self._release(ln)
+            return default
+        fut.add_done_callback(lambda _f: self._release(ln))
+        wrapped = asyncio.wrap_future(fut)
+        if limit is None:
+            return await wrapped
+        try:
+            return await asyncio.wait_for(asyncio.shield(wrapped), limit)
+        except TimeoutError:
+            self.dropped["timeout"] += 1
+            log.warning(
+                "%s answered empty: over its %.1f s budget (the work goes on in "
+                "the background; %d %s jobs held)",
+                what,
+                limit,
+                ln.running,
+                ln.name,
+            )
+            wrapped.add_done_callback(_consume)
+            return default
+
+    def _release(self, ln: Lane) -> None:
+        with self._lock:
+            ln.running -= 1
+
+    def shutdown(self) -> None:
+        """Stop accepting work; running jobs finish in their threads."""
+        for ln in self.lanes.values():
+            if ln.executor is not None:
+                ln.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _consume(fut: asyncio.Future | Future) -> None:
+    """Read the late result of a job nobody waits for (no 'never retrieved')."""
+    if not fut.cancelled():
+        exc = fut.exception()
+        if exc is not None:
+            log.info("a job that ran over its budget failed later: %s", exc)

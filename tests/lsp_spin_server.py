@@ -1,0 +1,46 @@
+"""A real ``pycsamt-lsp serve`` whose completion spins on a marker (test only).
+
+Why a wrapper and not a production hook: the server must not carry a
+"spin" switch. This script patches the completion feature module so that a
+buffer containing ``SPIN_FOR_TEST`` runs a pure-Python busy loop (no sleep:
+it competes for the GIL like slow analysis code would) until the file named
+by ``PYCSAMT_TEST_SPIN_STOP`` exists or ``PYCSAMT_TEST_SPIN_SECONDS`` pass,
+then appends one line to ``PYCSAMT_TEST_SPIN_LOG``. The editor budget is
+``PYCSAMT_TEST_BUDGET`` seconds. Everything else is the real server.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from pycsamt_lsp.lsp import completion as completion_feature
+from pycsamt_lsp.lsp.server import PycsamtServer, serve
+
+MARK = "SPIN_FOR_TEST"
+_real_complete = completion_feature.complete
+
+
+def _spinning_complete(ws, index, line, col, current=None):
+    if any(MARK in text for text in index.lines):
+        stop = Path(os.environ["PYCSAMT_TEST_SPIN_STOP"])
+        end = time.monotonic() + float(
+            os.environ.get("PYCSAMT_TEST_SPIN_SECONDS", "30")
+        )
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+            if n % 20_000 == 0 and stop.exists():
+                break
+        with open(os.environ["PYCSAMT_TEST_SPIN_LOG"], "a", encoding="utf-8") as f:
+            f.write(f"spun {n}\n")
+    return _real_complete(ws, index, line, col, current)
+
+
+completion_feature.complete = _spinning_complete
+PycsamtServer.editor_budget = float(os.environ.get("PYCSAMT_TEST_BUDGET", "1.0"))
+
+if __name__ == "__main__":
+    sys.exit(serve())
