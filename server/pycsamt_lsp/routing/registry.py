@@ -85,8 +85,12 @@ def _parse(path: Path) -> dict[str, Any]:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise RegistryFileError(f"{path}: not valid YAML: {first}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = (
+                f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            )
+            what = getattr(exc, "problem", None) or type(exc).__name__
+            raise RegistryFileError(f"{path}: not valid YAML{where}: {what}") from None
     if not isinstance(data, dict):
         raise RegistryFileError(f"{path}: expected a mapping with 'lines'")
     return data
