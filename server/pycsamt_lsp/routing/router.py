@@ -168,14 +168,15 @@ class Router:
             if clause.strip() == "":
                 return clause, polite
 
-    def _has_content(self, norm: str, line_names: set[str]) -> bool:
+    def _has_content(self, norm: str, registry: LineRegistry | None) -> bool:
+        """True when *norm* has a word that is no stop word, vague word, verb or line."""
+        k = self.cues
         for w in norm.split():
-            k = self.cues
             if w in _STOP or w in k.vague or w in k.action_words:
                 continue
             if k.action_prefixes and w.startswith(k.action_prefixes):
                 continue
-            if w.upper() in line_names:
+            if registry is not None and registry.canonical(w) is not None:
                 continue
             return True
         return False
@@ -218,7 +219,7 @@ class Router:
         if line and registry is not None:
             sl = registry.lines.get(line)
             line_wfs = sl.default_workflows if sl else ()
-        names = set(registry._key) if registry is not None else set()  # noqa: SLF001
+        mentioned: tuple[str, ...] = ()
 
         def done(
             intent: str,
@@ -262,7 +263,7 @@ class Router:
                 len(words) > n
                 and " ".join(words[:n]) in k.greetings
                 and line is None
-                and not self._has_content(" " + " ".join(words[n:]) + " ", names)
+                and not self._has_content(" " + " ".join(words[n:]) + " ", registry)
             ):
                 return done("meta", 0.9, "greeting")
 
@@ -299,13 +300,13 @@ class Router:
 
         if (
             "metrics" in hits
-            and (line or "metric_scope" in hits)
+            and (line or unknown or "metric_scope" in hits)
             and not is_plot
             and not actionable
         ):
             return done("metrics", 0.8, "metrics", wf=wf)
         if is_plot and (not questionlike or polite_req or actionable):
-            if subject or self._has_content(norm, names):
+            if subject or self._has_content(norm, registry):
                 return done("plot", 0.75, "plot", wf=wf)
             return done("clarify", 0.7, "plot without a subject")
         if actionable:
@@ -318,7 +319,7 @@ class Router:
             return done("question", 0.8, "question", wf=wf)
         if subject:
             return done("workflow", 0.6, "phrase with a workflow or line", wf=wf)
-        if not self._has_content(norm, names):
+        if not self._has_content(norm, registry):
             return done("clarify", 0.6, "no subject")
         return done("question", 0.4, "fallback", wf=wf)
 
