@@ -14,6 +14,7 @@ from pycsamt_lsp.routing.registry import (
     LineRegistry,
     RegistryFileError,
     SurveyLine,
+    cached_line_registry,
     discover_registry_files,
     load_line_registry,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "Router",
     "SurveyLine",
     "WorkflowClassifier",
+    "cached_line_registry",
     "discover_registry_files",
     "load_line_registry",
     "load_records",
