@@ -175,7 +175,7 @@ def bench_hover(
         got[1].to_markdown(focus=got[0].param)
         return True
 
-    clear_cache()
+    clear_cache(ws)
     cold: list[float] = []
     found = 0
     for p in positions:
@@ -223,7 +223,7 @@ def bench_completion(
     for label, text in cases:
         lines = text.split("\n")
         prepared.append((label, analyze(text, pkg), len(lines) - 1, len(lines[-1])))
-    clear_cache()
+    clear_cache(ws)
     out: dict[str, Any] = {"cases": len(prepared)}
     items: list[int] = []
     names_only: list[float] = []

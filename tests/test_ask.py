@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -25,21 +24,23 @@ from fake_openai import FakeOpenAI
 from lsp_helpers import wait_for
 from pycsamt_lsp import cli
 from pycsamt_lsp.answer import ask as ask_mod
+from pycsamt_lsp.answer.catalog import is_catalog_question
+from pycsamt_lsp.answer.codeblocks import extract_code_blocks
 from pycsamt_lsp.answer.context import (
-    CONFIDENCE_FLOOR,
-    AskSettings,
-    AssembledContext,
     answer_question,
     assemble,
-    clarifying_question,
     configure,
-    extract_code_blocks,
-    is_catalog_question,
     settings_for,
 )
-from pycsamt_lsp.commands.registry import REGISTRY, ArgumentError, run_command
+from pycsamt_lsp.answer.evidence import CONFIDENCE_FLOOR, AssembledContext
+from pycsamt_lsp.answer.offline import clarifying_question
+from pycsamt_lsp.answer.settings import AskSettings
+from pycsamt_lsp.commands.catalog import build_registry, run_command
 from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.errors import ArgumentError
 from pycsamt_lsp.workspace.facade import Workspace
+
+REGISTRY = build_registry()
 
 PROFILE = """
 name = "askfix"
@@ -724,21 +725,6 @@ def test_cli_ask_json_and_text(ws, monkeypatch, capsys):
 
 # -- end to end through the language server ------------------------------------------------------------
 
-_WIRED = (
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from pycsamt_lsp.commands import handlers as api; from pycsamt_lsp.commands.registry import REGISTRY;"
-            "raise SystemExit(0 if 'pycsamt.ask' in REGISTRY else 1)",
-        ],
-        capture_output=True,
-        check=False,
-    ).returncode
-    == 0
-)
-
-
 @pytest_lsp.fixture(
     config=ClientServerConfig(
         server_command=[sys.executable, "-m", "pycsamt_lsp", "serve"]
@@ -749,7 +735,6 @@ async def lsp(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-@pytest.mark.skipif(not _WIRED, reason="pycsamt.ask is not registered by api.py yet")
 async def test_ask_through_execute_command(lsp: LanguageClient, tmp_path: Path):
     root = tmp_path / "corpus"
     prof = write_ask_corpus(root)

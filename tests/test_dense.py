@@ -11,7 +11,8 @@ import pytest
 from fake_openai import EMBED_DIM, FakeOpenAI
 from lsp_helpers import write_fixture_corpus
 from pycsamt_lsp.answer import ask as ask_mod
-from pycsamt_lsp.answer.context import AskSettings, answer_question
+from pycsamt_lsp.answer.context import answer_question
+from pycsamt_lsp.answer.settings import AskSettings
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.search import dense
 from pycsamt_lsp.search.dense import (

@@ -12,7 +12,8 @@ from lsp_helpers import write_fixture_corpus
 
 pytest.importorskip("pypdf")
 
-from pycsamt_lsp.answer.context import AskSettings, answer_question  # noqa: E402
+from pycsamt_lsp.answer.context import answer_question  # noqa: E402
+from pycsamt_lsp.answer.settings import AskSettings  # noqa: E402
 from pycsamt_lsp.chunking import Chunk  # noqa: E402
 from pycsamt_lsp.chunking import pdf as pdf_mod  # noqa: E402
 from pycsamt_lsp.chunking.pdf import (  # noqa: E402
@@ -105,13 +106,6 @@ def paper_bytes() -> bytes:
 def _no_real_openai(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_paper_cache():
-    pdf_mod._INDEXES.clear()
-    yield
-    pdf_mod._INDEXES.clear()
 
 
 def test_generated_pdf_is_read_page_by_page():
@@ -254,7 +248,6 @@ def test_extracted_pages_are_cached_by_hash(tmp_path, monkeypatch):
     first = build_paper_index(ws.root, "docs/papers", index_dir=ws.index_dir)
     assert first is not None and len(first) >= 2
     assert (ws.index_dir / pdf_mod.CACHE_FILE).is_file()
-    pdf_mod._INDEXES.clear()
 
     def no_pypdf(_data):
         raise AssertionError("pypdf must not run again for an unchanged PDF")

@@ -29,12 +29,23 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pycsamt_lsp.chunking import Chunk, FileChunks
+from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.index.bm25 import BM25Index
+from pycsamt_lsp.index.tokenize import term_counts, tokenize
+from pycsamt_lsp.search.retrieval import EXPANSION_WEIGHT
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = [
     "PaperIndex",
+    "PaperService",
+    "build_paper_index",
     "chunk_pages",
     "chunk_pdf",
     "extract_pages",
@@ -150,7 +161,7 @@ def chunk_pages(
     rel: str,
     pages: list[str],
     *,
-    profile: Any = None,
+    profile: Profile | None = None,
     size: int = CHUNK_CHARS,
     overlap: int = OVERLAP_CHARS,
 ) -> tuple[list[Chunk], list[dict[str, Any]]]:
@@ -192,7 +203,7 @@ def chunk_pages(
     return chunks, dropped
 
 
-def chunk_pdf(rel: str, data: bytes, profile: Any = None) -> FileChunks:
+def chunk_pdf(rel: str, data: bytes, profile: Profile | None = None) -> FileChunks:
     """One PDF into ``pdf_page`` chunks (the chunker interface); never raises."""
     if not pdf_available():
         return FileChunks([], None, "pypdf is not installed (extra `pdf`)")
@@ -209,39 +220,36 @@ def chunk_pdf(rel: str, data: bytes, profile: Any = None) -> FileChunks:
 
 @dataclass
 class PaperIndex:
-    """BM25 over the ``pdf_page`` chunks of one papers folder."""
+    """BM25 (:class:`~pycsamt_lsp.index.bm25.BM25Index`, the main index's
+    implementation) over the ``pdf_page`` chunks of one papers folder."""
 
     chunks: list[Chunk]
     files: dict[str, str]  # rel -> sha256
     dropped: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-    _bm25: Any = None
+    bm25: BM25Index = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from pycsamt_lsp.index.bm25 import BM25Index
-        from pycsamt_lsp.index.tokenize import term_counts
-
-        self._bm25 = BM25Index.build([term_counts(c.text) for c in self.chunks])
+        self.bm25 = BM25Index.build([term_counts(c.text) for c in self.chunks])
 
     def __len__(self) -> int:
         return len(self.chunks)
 
     def search(
-        self, query: str, k: int, profile: Any = None
+        self, query: str, k: int, profile: Profile | None = None
     ) -> list[tuple[Chunk, float]]:
-        """Top *k* prose chunks for *query*: fetch ``3k``, keep those that pass."""
-        import numpy as np
+        """Top *k* prose chunks for *query*: fetch ``3k``, keep those that pass.
 
-        from pycsamt_lsp.index.tokenize import tokenize
-        from pycsamt_lsp.search.retrieval import EXPANSION_WEIGHT
-
+        The score is the seed's lexical part ``BM25(q) + 0.35 BM25(e(q))``
+        with the profile's expansion, as in the main index.
+        """
         if not self.chunks or k <= 0:
             return []
-        s = self._bm25.scores(tokenize(query))
+        s = self.bm25.scores(tokenize(query))
         if profile is not None:
             exp = profile.expand(query)
             if exp:
-                s = s + EXPANSION_WEIGHT * self._bm25.scores(exp)
+                s = s + EXPANSION_WEIGHT * self.bm25.scores(exp)
         idx = np.flatnonzero(s > 0)
         order = sorted(idx.tolist(), key=lambda i: (-s[i], self.chunks[i].id))
         out: list[tuple[Chunk, float]] = []
@@ -278,92 +286,142 @@ def _save_cache(index_dir: Path | None, cache: dict[str, list[str]]) -> None:
         log.info("could not cache extracted paper text: %s", exc)
 
 
-_INDEXES: dict[str, tuple[tuple, PaperIndex]] = {}
-_LOCK = threading.Lock()
-_WARNED: set[str] = set()
+def _pdfs(base: Path) -> list[Path]:
+    return sorted(
+        p for p in base.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()
+    )
+
+
+def _listing(pdfs: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    """What a built index is checked against: every PDF's path, size, mtime."""
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in pdfs)
 
 
 def build_paper_index(
     root: Path,
     papers_dir: str,
     *,
-    profile: Any = None,
+    profile: Profile | None = None,
     index_dir: Path | None = None,
     max_bytes: int = 50_000_000,
 ) -> PaperIndex | None:
-    """Index the PDFs under ``root/papers_dir``; None when there are none.
+    """Index the PDFs under ``root/papers_dir``; None when there are none
+    (or pypdf is missing: logged).
 
-    Cached per process on the folder's (path, size, mtime) listing, and on
-    disk (extracted pages by file hash) in *index_dir*.
+    Extracted pages are cached on disk by file hash in *index_dir*, so pypdf
+    runs once per PDF version; the built index itself is kept by its owner
+    (:class:`PaperService`).
     """
     base = (Path(root) / papers_dir).resolve()
     if not base.is_dir():
         return None
-    pdfs = sorted(
-        p for p in base.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()
-    )
+    pdfs = _pdfs(base)
     if not pdfs:
         return None
     if not pdf_available():
-        if str(base) not in _WARNED:
-            _WARNED.add(str(base))
-            log.warning(
-                "%d PDF(s) in %s ignored: install the `pdf` extra (pypdf)",
-                len(pdfs),
-                base,
-            )
+        log.warning(
+            "%d PDF(s) in %s ignored: install the `pdf` extra (pypdf)",
+            len(pdfs),
+            base,
+        )
         return None
-    sig = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in pdfs)
-    key = f"{base}|{index_dir}"
-    with _LOCK:
-        hit = _INDEXES.get(key)
-        if hit is not None and hit[0] == sig:
-            return hit[1]
-        cache = _load_cache(index_dir)
-        dirty = False
-        chunks: list[Chunk] = []
-        files: dict[str, str] = {}
-        dropped: dict[str, list[dict[str, Any]]] = {}
-        errors: dict[str, str] = {}
-        root_res = Path(root).resolve()
-        for p in pdfs:
+    cache = _load_cache(index_dir)
+    dirty = False
+    chunks: list[Chunk] = []
+    files: dict[str, str] = {}
+    dropped: dict[str, list[dict[str, Any]]] = {}
+    errors: dict[str, str] = {}
+    root_res = Path(root).resolve()
+    for p in pdfs:
+        try:
+            rel = p.relative_to(root_res).as_posix()
+        except ValueError:  # a papers folder outside the corpus (symlink, setting)
+            rel = f"{papers_dir.rstrip('/')}/{p.relative_to(base).as_posix()}"
+        if p.stat().st_size > max_bytes:
+            errors[rel] = f"larger than {max_bytes} bytes"
+            continue
+        data = p.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        files[rel] = sha
+        pages = cache.get(sha)
+        if pages is None:
             try:
-                rel = p.relative_to(root_res).as_posix()
-            except ValueError:  # a papers folder outside the corpus (symlink, setting)
-                rel = f"{papers_dir.rstrip('/')}/{p.relative_to(base).as_posix()}"
-            if p.stat().st_size > max_bytes:
-                errors[rel] = f"larger than {max_bytes} bytes"
+                pages = extract_pages(data)
+            except Exception as exc:  # noqa: BLE001 - skip, count, go on
+                log.info("skipped unreadable PDF %s: %s", rel, exc)
+                errors[rel] = f"unreadable PDF: {exc}"
                 continue
-            data = p.read_bytes()
-            sha = hashlib.sha256(data).hexdigest()
-            files[rel] = sha
-            pages = cache.get(sha)
-            if pages is None:
-                try:
-                    pages = extract_pages(data)
-                except Exception as exc:  # noqa: BLE001 - skip, count, go on
-                    log.info("skipped unreadable PDF %s: %s", rel, exc)
-                    errors[rel] = f"unreadable PDF: {exc}"
-                    continue
-                cache[sha] = pages
-                dirty = True
-            got, why = chunk_pages(rel, pages, profile=profile)
-            chunks.extend(got)
-            if why:
-                dropped[rel] = why
-        if dirty:
-            live = set(files.values())
-            _save_cache(index_dir, {k: v for k, v in cache.items() if k in live})
-        index = PaperIndex(chunks, files, dropped, errors)
-        _INDEXES[key] = (sig, index)
-        return index
+            cache[sha] = pages
+            dirty = True
+        got, why = chunk_pages(rel, pages, profile=profile)
+        chunks.extend(got)
+        if why:
+            dropped[rel] = why
+    if dirty:
+        live = set(files.values())
+        _save_cache(index_dir, {k: v for k, v in cache.items() if k in live})
+    return PaperIndex(chunks, files, dropped, errors)
 
 
-def paper_index(ws: Any, papers_dir: str | None = None) -> PaperIndex | None:
+class PaperService:
+    """The papers side index of one workspace, rebuilt when the folder's
+    listing (path, size, mtime of every PDF) changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._built: dict[str, tuple[tuple[tuple[str, int, int], ...], PaperIndex]] = {}
+        self._warned: set[str] = set()
+
+    def index(
+        self,
+        root: Path,
+        papers_dir: str,
+        *,
+        profile: Profile | None = None,
+        index_dir: Path | None = None,
+    ) -> PaperIndex | None:
+        """The index of ``root/papers_dir`` (None without PDFs or pypdf)."""
+        base = (Path(root) / papers_dir).resolve()
+        if not base.is_dir():
+            return None
+        pdfs = _pdfs(base)
+        if not pdfs:
+            return None
+        if not pdf_available():
+            with self._lock:
+                first = str(base) not in self._warned
+                self._warned.add(str(base))
+            if first:
+                log.warning(
+                    "%d PDF(s) in %s ignored: install the `pdf` extra (pypdf)",
+                    len(pdfs),
+                    base,
+                )
+            return None
+        sig = _listing(pdfs)
+        key = f"{base}|{index_dir}"
+        with self._lock:
+            hit = self._built.get(key)
+            if hit is not None and hit[0] == sig:
+                return hit[1]
+            index = build_paper_index(
+                root, papers_dir, profile=profile, index_dir=index_dir
+            )
+            if index is not None:
+                self._built[key] = (sig, index)
+            return index
+
+    def clear(self) -> None:
+        """Forget the built indexes (the on-disk page cache stays)."""
+        with self._lock:
+            self._built.clear()
+
+
+def paper_index(ws: Workspace, papers_dir: str | None = None) -> PaperIndex | None:
     """The papers side index of a workspace (None without PDFs or pypdf)."""
-    folder = papers_dir or getattr(ws.profile, "papers_dir", "") or "docs/papers"
+    folder = papers_dir or ws.profile.papers_dir or "docs/papers"
     try:
-        return build_paper_index(
+        return ws.papers.index(
             ws.root, folder, profile=ws.profile, index_dir=ws.index_dir
         )
     except OSError as exc:

@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from pycsamt_lsp import __version__
+from pycsamt_lsp.answer.service import AnswerService
+from pycsamt_lsp.cards.service import CardService
 from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
+from pycsamt_lsp.chunking.pdf import PaperService
 from pycsamt_lsp.corpus.discovery import (
     BUNDLED_PREFIX,
     FileEntry,
@@ -146,8 +149,17 @@ class Workspace:
         # -- the services this workspace owns: every cache lives in one of
         # them, none points back here (a dropped workspace is freed by
         # reference counting, with all of them)
+        #: ask settings and the survey-line registries (``pycsamt.ask``)
+        self.answers = AnswerService()
         #: the dense vectors of this index folder and the loaded backends
         self.dense = DenseService(self.index_dir)
+        #: API cards of the current model, symbol table of the current snapshot
+        self.cards = CardService()
+        #: the papers side index (PDFs under the profile's papers_dir)
+        self.papers = PaperService()
+        # Developer search and evaluations (devsearch/, evals/) keep no
+        # per-workspace state today; a service of theirs that does is added
+        # here the same way (constructed with what it needs, never ``self``).
 
     # -- state ---------------------------------------------------------------
 

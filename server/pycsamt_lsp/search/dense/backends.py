@@ -31,9 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+import pycsamt_lsp.search.dense.minilm as minilm
 from pycsamt_lsp.errors import EmbeddingError
 from pycsamt_lsp.index.tokenize import tokenize
-from pycsamt_lsp.search.dense import minilm
 
 __all__ = [
     "DEFAULT_OPENAI_EMBED_MODEL",

@@ -103,9 +103,6 @@ def save_store(index_dir: Path, store: EmbeddingStore) -> Path:
     return path
 
 
-_STORE_CACHE: dict[str, tuple[tuple[int, int], EmbeddingStore]] = {}
-
-
 def store_signature(index_dir: Path) -> tuple[int, int] | None:
     """``(mtime_ns, size)`` of ``embeddings.npz``, None when there is none:
     what a cache of the loaded store is checked against."""

@@ -1,0 +1,52 @@
+"""A workspace's answering state: its ask settings and survey-line registries.
+
+Each :class:`~pycsamt_lsp.workspace.facade.Workspace` owns one
+:class:`AnswerService`; two workspaces in one process never share settings
+or a parsed registry. It holds no reference back to the workspace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any
+
+from pycsamt_lsp.answer.registry import (
+    ProjectRegistry,
+    RegistryCache,
+    registry_candidates,
+)
+from pycsamt_lsp.answer.settings import AskSettings
+
+__all__ = ["AnswerService"]
+
+
+class AnswerService:
+    """The current :class:`AskSettings` (replaced whole, never mutated) and
+    the registry cache of one workspace."""
+
+    def __init__(self, settings: AskSettings | None = None) -> None:
+        self._lock = threading.Lock()
+        self._settings = settings or AskSettings()
+        self.registries = RegistryCache()
+
+    @property
+    def settings(self) -> AskSettings:
+        """The settings in force (defaults until configured)."""
+        return self._settings
+
+    def configure(self, **changes: Any) -> AskSettings:
+        """Replace some settings (``model=...``, ``dense=True``, ...); unknown
+        names raise ``TypeError``. Returns the new settings."""
+        with self._lock:
+            self._settings = dataclasses.replace(self._settings, **changes)
+            return self._settings
+
+    def registry(
+        self, root: Path | None, settings: AskSettings | None = None
+    ) -> ProjectRegistry | None:
+        """The project registry for a corpus at *root* (the setting, the
+        editor's folder, then the corpus root), or None."""
+        settings = settings or self._settings
+        return self.registries.load(registry_candidates(root, settings))

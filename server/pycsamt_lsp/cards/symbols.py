@@ -1,0 +1,180 @@
+"""Symbol search over the index's code symbols (``workspace/symbol``).
+
+Matching is by name: exact, prefix, camel-case/underscore word prefixes
+(``ssa`` finds ``StaticShiftAgent``), substring, then subsequence. The
+table of one snapshot's symbols is built once and kept by the workspace's
+:class:`~pycsamt_lsp.cards.service.CardService`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.text.identifiers import split_identifier
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.workspace.facade import Workspace
+
+__all__ = ["SymbolTable", "search_symbols"]
+
+_SYMBOL_KINDS = ("python_symbol", "python_method", "module_doc")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    symbol: str
+    leaf: str
+    lower: str
+    words: tuple[str, ...]
+    chunk_kind: str
+    priority: int
+    slot: int
+
+
+class SymbolTable:
+    """The index's code symbols of one snapshot, for name matching."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        t = snap.table
+        seen: set[str] = set()
+        entries: list[_Entry] = []
+        for _rel, (_sha, slots) in sorted(snap.files.items()):
+            for s in slots:
+                sym, kind = t.symbols[s], t.kinds[s]
+                if not sym or kind not in _SYMBOL_KINDS or sym in seen:
+                    continue
+                seen.add(sym)
+                leaf = sym.rsplit(".", 1)[-1]
+                entries.append(
+                    _Entry(
+                        sym,
+                        leaf,
+                        leaf.lower(),
+                        tuple(split_identifier(leaf)),
+                        kind,
+                        int(t.priority[s]),
+                        s,
+                    )
+                )
+        self.entries = entries
+
+
+def _word_prefixes(q: str, words: tuple[str, ...]) -> bool:
+    """Can *q* be cut into pieces, each a prefix of a later word, in order?
+    (``ssa`` -> Static Shift Agent, ``estss`` -> estimate ss ama)."""
+    memo: dict[tuple[int, int], bool] = {}
+
+    def go(qi: int, wi: int) -> bool:
+        if qi == len(q):
+            return True
+        key = (qi, wi)
+        if key in memo:
+            return memo[key]
+        ok = False
+        for w in range(wi, len(words)):
+            word = words[w]
+            n = 0
+            while n < len(word) and qi + n < len(q) and word[n] == q[qi + n]:
+                n += 1
+                if go(qi + n, w + 1):
+                    ok = True
+                    break
+            if ok:
+                break
+        memo[key] = ok
+        return ok
+
+    return go(0, 0)
+
+
+def _subsequence(q: str, s: str) -> bool:
+    it = iter(s)
+    return all(ch in it for ch in q)
+
+
+def _tier(q: str, qwords: str, e: _Entry) -> int | None:
+    """Lower is better; None: no match."""
+    if e.lower == q:
+        return 0
+    if e.lower.startswith(q):
+        return 1
+    if (
+        e.words
+        and qwords
+        and qwords[0] == e.words[0][0]
+        and _word_prefixes(qwords, e.words)
+    ):
+        return 2
+    if q in e.lower:
+        return 3
+    if qwords and _word_prefixes(qwords, e.words):
+        return 4
+    if len(q) >= 3 and _subsequence(q, e.lower):
+        return 5
+    return None
+
+
+def search_symbols(ws: Workspace, query: str, limit: int = 100) -> list[dict[str, Any]]:
+    """Code symbols of the index whose name matches *query*, best first.
+
+    Matching is by name: exact, prefix, camel-case/underscore word prefixes
+    (``ssa`` finds ``StaticShiftAgent``), substring, then subsequence; a
+    dotted query (``ShiftAgent.run``) matches its last part by name and the
+    rest within the qualified name. Ties go to the profile's higher priority
+    areas, then shorter names.
+    """
+    snap = ws.snapshot
+    if snap is None:
+        return []
+    table = ws.cards.symbol_table(snap)
+    q = query.strip()
+    head = ""
+    if "." in q:
+        head, _, q = q.rpartition(".")
+        head = head.lower()
+    ql = q.lower()
+    qwords = ql.replace("_", "")
+    scored: list[tuple[tuple[Any, ...], _Entry]] = []
+    for e in table.entries:
+        if head and head not in e.symbol[: -len(e.leaf)].lower():
+            continue
+        if ql:
+            tier = _tier(ql, qwords, e)
+            if tier is None:
+                continue
+            if tier == 0 and e.leaf != q:
+                tier = 0.5
+        else:
+            tier = 0 if e.chunk_kind != "python_method" else 1
+        key = (tier, -e.priority, len(e.leaf), len(e.symbol), e.symbol)
+        scored.append((key, e))
+    scored.sort(key=lambda kv: kv[0])
+    t = snap.table
+    model = ws.model
+    out: list[dict[str, Any]] = []
+    for key, e in scored[:limit]:
+        if e.chunk_kind == "module_doc":
+            kind = "module"
+        elif e.chunk_kind == "python_method":
+            kind = "method"
+        else:
+            res = model.resolve(e.symbol)
+            kind = res.kind if res.exists and res.kind else "function"
+        path = t.paths[e.slot]
+        out.append(
+            {
+                "symbol": e.symbol,
+                "name": e.leaf,
+                "container": e.symbol[: -len(e.leaf) - 1] or None,
+                "kind": kind,
+                "path": path,
+                "line_start": int(t.line_start[e.slot]) or 1,
+                "line_end": int(t.line_end[e.slot]) or int(t.line_start[e.slot]) or 1,
+                "uri": ws.uri_of(path),
+                "workflow": t.workflows[e.slot],
+                "tier": key[0],
+            }
+        )
+    return out
