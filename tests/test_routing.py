@@ -126,6 +126,28 @@ def test_yaml_registry_reads_lines_defaults_and_aliases(registry: LineRegistry) 
     assert registry.canonical("WILLY18") == "L18PLT"
 
 
+def test_a_line_resolves_to_its_folder_and_defaults(
+    checkout: Path, workspace: Path
+) -> None:
+    (checkout / "data" / "L18PLT").mkdir(parents=True)
+    for n in ("18-01", "18-02"):
+        (checkout / "data" / "L18PLT" / f"{n}.edi").write_text(">HEAD\n")
+    with (checkout / "projects" / "willy_project_registry.yml").open("a") as f:
+        f.write("static_shift_defaults: {method: ama, half_window: 3}\n")
+    reg = load_line_registry(workspace, checkout)
+    res = reg.get("L18PLT").resolve()
+    assert res["edi_dir"] == str((checkout / "data" / "L18PLT").resolve())
+    assert (res["exists"], res["n_edi_files"]) == (True, 2)
+    assert res["static_shift"] == {"method": "ama", "half_window": 3}
+    assert res["output_root"] == "results/willy/L18PLT"
+    ws = reg.get("P07").resolve()  # relative to the folder holding .pycsamt/
+    assert ws["edi_dir"] == str((workspace / "edi" / "P07").resolve())
+    assert ws["exists"] is False and ws["default_workflows"] == ["qc", "denoise"]
+    assert reg.resolve("line p07") == ws
+    with pytest.raises(KeyError, match="known: L18PLT"):
+        reg.resolve("L99XYZ")
+
+
 def test_the_package_template_registry_is_not_loaded(checkout: Path) -> None:
     (checkout / "projects" / "plotting.yml").write_text("dpi: 150\n")  # not a registry
     files = [p.name for p in discover_registry_files(checkout)]

@@ -60,6 +60,36 @@ class SurveyLine:
     output_root: str | None = None
     project: str | None = None
     source: str = ""
+    # the folder a relative edi_dir is resolved against (the workspace or
+    # checkout root: the parent of .pycsamt/ or of projects/)
+    base: str = ""
+    # the file's static_shift_defaults / plot_defaults tables, inherited by every line
+    static_shift: dict[str, Any] = field(default_factory=dict, compare=False)
+    plot: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def resolve(self) -> dict[str, Any]:
+        """Paths and defaults of the line for a plan (same keys as the workspace's
+        ``ProjectRegistry.resolve_line``): the EDI folder made absolute, whether it
+        exists and how many ``.edi`` files it holds."""
+        edi = Path(self.edi_dir).expanduser()
+        if not edi.is_absolute() and self.base:
+            edi = (Path(self.base) / edi).resolve()
+        exists = edi.is_dir()
+        return {
+            "project": self.project,
+            "line": self.name,
+            "edi_dir": str(edi),
+            "edi_dir_raw": self.edi_dir,
+            "exists": exists,
+            "n_edi_files": sum(1 for _ in edi.glob("*.edi")) if exists else 0,
+            "station_pattern": self.station_pattern,
+            "sort_by": self.sort_by,
+            "output_root": self.output_root or f"results/{self.name}",
+            "default_workflows": list(self.default_workflows),
+            "static_shift": dict(self.static_shift),
+            "plot": dict(self.plot),
+            "registry": self.source,
+        }
 
 
 def _norm(name: str) -> str:
@@ -112,6 +142,17 @@ def read_registry_file(path: Path) -> tuple[list[SurveyLine], dict[str, str]]:
     if not isinstance(project, dict):
         raise RegistryFileError(f"{path}: 'project' must be a table")
     out_root = project.get("default_output_root")
+    tables = {}
+    for key in ("static_shift_defaults", "plot_defaults"):
+        value = data.get(key) or {}
+        if not isinstance(value, dict):
+            raise RegistryFileError(f"{path}: '{key}' must be a table")
+        tables[key] = value
+    base = (
+        path.parent.parent
+        if path.parent.name in (".pycsamt", "projects")
+        else path.parent
+    )
     out: list[SurveyLine] = []
     for name, entry in lines.items():
         if not isinstance(entry, dict):
@@ -139,6 +180,9 @@ def read_registry_file(path: Path) -> tuple[list[SurveyLine], dict[str, str]]:
                 output_root=line_out,
                 project=project.get("name"),
                 source=str(path),
+                base=str(base),
+                static_shift=dict(tables["static_shift_defaults"]),
+                plot=dict(tables["plot_defaults"]),
             )
         )
     aliases = data.get("aliases") or {}
@@ -215,6 +259,15 @@ class LineRegistry:
         """The :class:`SurveyLine` for any spelling of its name."""
         canon = self.canonical(name)
         return self.lines.get(canon) if canon else None
+
+    def resolve(self, name: str) -> dict[str, Any]:
+        """:meth:`SurveyLine.resolve` for any spelling of *name*; ``KeyError``
+        naming the known lines when the registry has no such line."""
+        line = self.get(name)
+        if line is None:
+            known = ", ".join(self.names()) or "(none)"
+            raise KeyError(f"unknown survey line {name!r}; known: {known}")
+        return line.resolve()
 
     def find_line(self, text: str) -> tuple[str | None, str | None]:
         """``(line, unknown)``: the first registry line named anywhere in *text*.
