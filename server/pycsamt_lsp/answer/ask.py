@@ -8,13 +8,16 @@ the CLI run the same handler. Also the helpers ``build --embed`` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp.answer.context import settings_for
 from pycsamt_lsp.answer.settings import AskSettings
 from pycsamt_lsp.errors import EmbeddingError
 from pycsamt_lsp.search.dense.fusion import dense_query
 from pycsamt_lsp.search.dense.store import build_embeddings
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["build_embed", "format_ask", "query_dense"]
 
@@ -65,7 +68,7 @@ def format_ask(res: dict[str, Any]) -> str:
 
 
 def build_embed(
-    ws: Any,
+    ws: Workspace,
     backend: str | None = None,
     *,
     settings: AskSettings | None = None,
@@ -88,7 +91,7 @@ def build_embed(
 
 
 def query_dense(
-    ws: Any,
+    ws: Workspace,
     query: str,
     k: int = 10,
     *,

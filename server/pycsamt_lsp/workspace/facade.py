@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pycsamt_lsp import __version__
+from pycsamt_lsp.analysis.validate import find_problems, validate_generated_code
 from pycsamt_lsp.answer.service import AnswerService
 from pycsamt_lsp.cards.service import CardService
 from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
@@ -746,14 +747,10 @@ class Workspace:
 
     def problems(self, code: str) -> list:
         """Import problems of a buffer (validator + retrieval-ranked fixes)."""
-        from pycsamt_lsp.analysis.validate import find_problems
-
         return find_problems(code, self.model, rank=self.rank_candidates)
 
     def validate(self, code: str) -> dict[str, Any]:
         """The seed's ``validate_generated_code`` report against this corpus."""
-        from pycsamt_lsp.analysis.validate import validate_generated_code
-
         return validate_generated_code(code, self.model)
 
     def _manifest_extra(self) -> dict[str, Any]:
