@@ -56,15 +56,27 @@ def _clamp_position(pos: Any) -> None:
                 pos[key] = _clamp(pos[key])
 
 
-def clamp_positions(method: str, params: Any) -> None:
-    """Clamp the ``position`` / ``range`` integers of a request in place."""
-    if method not in _POSITIONED or not isinstance(params, dict):
-        return
-    _clamp_position(params.get("position"))
-    rng = params.get("range")
+def _clamp_range(rng: Any) -> None:
     if isinstance(rng, dict):
         _clamp_position(rng.get("start"))
         _clamp_position(rng.get("end"))
+
+
+def clamp_positions(method: str, params: Any) -> None:
+    """Clamp the ``position`` / ``range`` integers of a message in place
+    (requests that take a position, and the ranges of incremental edits)."""
+    if not isinstance(params, dict):
+        return
+    if method == types.TEXT_DOCUMENT_DID_CHANGE:
+        changes = params.get("contentChanges")
+        for change in changes if isinstance(changes, list) else ():
+            if isinstance(change, dict):
+                _clamp_range(change.get("range"))
+        return
+    if method not in _POSITIONED:
+        return
+    _clamp_position(params.get("position"))
+    _clamp_range(params.get("range"))
 
 
 def _reason(exc: BaseException) -> str:
@@ -110,7 +122,7 @@ class PycsamtProtocol(LanguageServerProtocol):
                     "not a JSON-RPC 2.0 message",
                 )
             return
-        if is_request:
+        if isinstance(method, str):
             clamp_positions(method, message.get("params"))
         try:
             structured = super().structure_message(message)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from pycsamt_lsp import __version__
@@ -212,6 +213,8 @@ class PycsamtServer(LanguageServer):
         if is_parse_error(error):
             self.protocol.parse_error(error)  # type: ignore[attr-defined]
             return
+        if source is FeatureRequestError:
+            return  # already answered, as the request's error response
         log.warning("%s: %s", getattr(source, "__name__", source), error)
 
 
