@@ -165,11 +165,11 @@ def assemble(
     )
     registry = load_registry(ws, settings)
     if registry is not None:
-        ctx.registry_lines = registry.lines()
-        line = registry.find_line_in_text(question)
+        ctx.registry_lines = registry.names()
+        line, _unknown = registry.find_line(question)
         if line:
             try:
-                ctx.project_context = registry.resolve_line(line)
+                ctx.project_context = registry.resolve(line)
             except KeyError:
                 ctx.project_context = None
     ctx.api_cards = api_cards_for(ws, evidence)
