@@ -12,14 +12,11 @@ import logging
 import multiprocessing
 import os
 import re
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +48,12 @@ from pycsamt_lsp.index.store import (
 )
 from pycsamt_lsp.model.package import PackageModel
 from pycsamt_lsp.model.state import (
-    apply_updates,
-    load_model,
-    module_files,
     process_file,
-    save_model,
-    sha_hex,
 )
 from pycsamt_lsp.search.dense.service import DenseService
 from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
+from pycsamt_lsp.workspace.isolated import ChildBuild
+from pycsamt_lsp.workspace.model import ModelService, ModelUpdate
 from pycsamt_lsp.workspace.published import Published
 
 __all__ = ["BuildCancelled", "Progress", "QueryError", "Workspace"]
@@ -73,39 +67,6 @@ Progress = Callable[[int, str], None]
 _PARALLEL_MIN_FILES = 200
 
 
-def _build_in_child(
-    root: Path, profile: Profile, index_dir: Path, workers: int, conn: Connection
-) -> None:
-    """Body of the build process: build, persist, report through *conn*.
-
-    Messages: ``("progress", percent, text)``, then ``("done", report)`` or
-    ``("error", text)``. Nothing may reach stdout (a server's stdout is the
-    LSP channel).
-    """
-    sys.stdout = sys.stderr
-    if hasattr(os, "setpgrp"):
-        # its own process group, with the pool workers it starts, so that a
-        # cancel stops them all (a killed parent would orphan its workers)
-        os.setpgrp()
-
-    def send(pct: int, message: str) -> None:
-        conn.send(("progress", pct, message))
-
-    try:
-        ws = Workspace(root, profile, index_dir=index_dir, workers=workers)
-        report = ws.build(send)
-        if ws.persist() is None:
-            conn.send(("error", f"could not write the index to {index_dir}"))
-        else:
-            conn.send(("done", report))
-    except BrokenPipeError:  # the server went away: nothing to report to
-        pass
-    except Exception as exc:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
 @dataclass
 class _State:
     #: snapshot and ranking arrays, swapped together in one assignment
@@ -115,9 +76,6 @@ class _State:
     last_reason: str = ""
     manifest: dict[str, Any] = field(default_factory=dict)
     dirty: bool = False
-    model: PackageModel | None = None
-    model_shas: dict[str, str] = field(default_factory=dict)
-    model_dirty: bool = False
 
 
 class Workspace:
@@ -145,8 +103,15 @@ class Workspace:
         self._bundled = bundled_recipes_dir()
         self.listeners: list[Callable[[Snapshot], None]] = []
         self.long_lived = long_lived
-        self._child: multiprocessing.process.BaseProcess | None = None
-        self._cancelled = False
+        self._child_build = ChildBuild()
+        #: the static package model, kept current with the index
+        self.package_model = ModelService(
+            self.root,
+            self.profile,
+            self.index_dir,
+            workers=self.workers,
+            long_lived=long_lived,
+        )
         # -- the services this workspace owns: every cache lives in one of
         # them, none points back here (a dropped workspace is freed by
         # reference counting, with all of them)
@@ -270,24 +235,6 @@ class Workspace:
                 take(i, *process_file(job))
         return per_file, skipped, model, counts
 
-    def _model_only_files(
-        self, indexed: dict[str, bytes]
-    ) -> tuple[dict[str, bytes], dict[str, str]]:
-        """Module files the index leaves out (UI glue, tests, stubs): contents and shas."""
-        data: dict[str, bytes] = {}
-        shas: dict[str, str] = {}
-        for rel, path in module_files(self.root, self.profile.package).items():
-            if rel in indexed:
-                shas[rel] = sha_hex(indexed[rel])
-                continue
-            try:
-                raw = path.read_bytes() if not rel.endswith((".so", ".pyd")) else b""
-            except OSError:
-                continue
-            data[rel] = raw
-            shas[rel] = sha_hex(raw)
-        return data, shas
-
     def build(self, progress: Progress | None = None) -> dict[str, Any]:
         """Index the whole corpus from scratch."""
         with self._lock:
@@ -298,11 +245,11 @@ class Workspace:
                 self.root, self.profile, self._files()
             )
             fp = fingerprint({r: e.sha256 for r, e in entries.items()})
-            model_only, model_shas = self._model_only_files(contents)
+            model_only, model_shas = self.package_model.unindexed_files(contents)
             per_file, skipped, model, counts = self._chunk_files(
                 entries, contents, progress, model_only
             )
-            self._set_model(model, model_shas)
+            self.package_model.set(model, model_shas)
             for rel in skips.too_large:
                 skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
             for rel in skips.unreadable:
@@ -344,42 +291,19 @@ class Workspace:
     def _build_isolated(self, progress: Progress | None) -> dict[str, Any] | None:
         """:meth:`rebuild` in a child process; None when that failed."""
         with self._lock:
-            self._cancelled = False
-            ctx = multiprocessing.get_context("spawn")
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(
-                target=_build_in_child,
-                args=(self.root, self.profile, self.index_dir, self.workers, send),
-                name="pycsamt-lsp-build",
+            report, error = self._child_build.run(
+                Workspace,
+                self.root,
+                self.profile,
+                self.index_dir,
+                self.workers,
+                progress,
             )
-            proc.start()
-            send.close()
-            self._child = proc
-            report: dict[str, Any] | None = None
-            error = ""
-            try:
-                while True:
-                    try:
-                        msg = recv.recv()
-                    except EOFError:
-                        break
-                    if msg[0] == "progress":
-                        if progress:
-                            progress(msg[1], msg[2])
-                    elif msg[0] == "done":
-                        report = msg[1]
-                    else:
-                        error = msg[1]
-            finally:
-                recv.close()
-                proc.join()
-                self._child = None
-            if self._cancelled:
+            if self._child_build.cancelled:
                 raise BuildCancelled("the index build was cancelled")
             if report is None:
                 log.warning(
-                    "the build process failed (%s); building in the server",
-                    error or f"exit code {proc.exitcode}",
+                    "the build process failed (%s); building in the server", error
                 )
                 return None
             try:
@@ -390,7 +314,7 @@ class Workspace:
                 log.warning("could not load the built index (%s); building here", exc)
                 return None
             st = self._state
-            st.model = None  # the child persisted it: loaded on first use
+            self.package_model.forget()  # the child persisted it: loaded on first use
             st.manifest = manifest
             self._publish(snap, "build")
             st.dirty = False
@@ -401,14 +325,7 @@ class Workspace:
     def cancel_build(self) -> None:
         """Stop a build process still running, with its workers (server
         shutdown); the waiting :meth:`rebuild` raises :class:`BuildCancelled`."""
-        proc = self._child
-        if proc is None or not proc.is_alive():
-            return
-        self._cancelled = True
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # the child leads its group
-        except (AttributeError, OSError):
-            proc.terminate()
+        self._child_build.cancel()
 
     def _files(self) -> Iterable[tuple[str, Path]]:
         return iter_corpus_files(self.root, self.profile)
@@ -567,9 +484,7 @@ class Workspace:
             digests.update({r: sha for r, (sha, _) in contents.items()})
             fp = fingerprint({r: bytes.fromhex(h) for r, h in digests.items()})
             per_file: dict[str, tuple[str, list[Chunk]]] = {}
-            model_updates: list[tuple[str, bytes | None, Any]] = [
-                (rel, None, None) for rel in removed
-            ]
+            model_updates: list[ModelUpdate] = [(rel, None, None) for rel in removed]
             for rel, (sha, data) in contents.items():
                 fc = chunk_file(rel, data, self.profile)
                 if fc.error:
@@ -608,93 +523,37 @@ class Workspace:
                 st.published = Published.of(disk)
             except IndexLoadError as exc:
                 log.info("keeping the in-memory snapshot: %s", exc)
-            if st.model is not None and st.model_dirty:
-                try:
-                    save_model(self.index_dir, st.model, st.model_shas)
-                    st.model_dirty = False
-                except OSError as exc:
-                    log.warning("could not persist the package model: %s", exc)
+            self.package_model.persist()
             if self.long_lived:
                 heap.compact()  # the build's transients are gone now
             return manifest
 
     # -- the package model --------------------------------------------------
 
-    def _set_model(self, model: PackageModel, shas: dict[str, str]) -> None:
-        profile = self.profile  # not self: the model must not point back here
-        model.suggest_demote = lambda rel: not profile.should_index(rel)
-        st = self._state
-        st.model, st.model_shas, st.model_dirty = model, shas, True
-
     @property
     def model(self) -> PackageModel:
         """The static package model, loaded or built on first use."""
-        m = self._state.model
+        m = self.package_model.model
         return m if m is not None else self.ensure_model()
 
     def ensure_model(self) -> PackageModel:
         """Load the persisted model (re-parsing changed modules) or build it."""
         with self._lock:
-            st = self._state
-            if st.model is None:
-                files = module_files(self.root, self.profile.package)
-                model, shas, changed = load_model(
-                    self.index_dir,
-                    self.root,
-                    self.profile.package,
-                    files,
-                    workers=self.workers,
-                )
-                self._set_model(model, shas)
-                st.model_dirty = changed
-                model.prepare()
-                if self.long_lived:
-                    heap.compact()  # drop what decoding the persisted model left
-            return st.model
+            return self.package_model.ensure()
 
-    def _update_model(
-        self, updates: list[tuple[str, bytes | None, Any]], *, notify: bool = True
-    ) -> bool:
-        st = self._state
-        if st.model is None:
+    def _update_model(self, updates: list[ModelUpdate], *, notify: bool = True) -> bool:
+        if not self.package_model.update(updates):
             return False
-        got = apply_updates(st.model, st.model_shas, updates)
-        if got is None:
-            return False
-        self._set_model(*got)
-        if notify and st.published is not None:
-            self._notify(st.published.snapshot)
+        pub = self._state.published
+        if notify and pub is not None:
+            self._notify(pub.snapshot)
         return True
 
     def _refresh_model_only(self, rels: set[str] | None) -> None:
         """Apply changes to module files that the index does not hold."""
-        st = self._state
-        if st.model is None:
-            return
-        pkg = self.profile.package + "/"
-        if rels is None:
-            files = module_files(self.root, self.profile.package)
-            cands = set(files) | set(st.model_shas)
-        else:
-            files = None
-            cands = {r for r in rels if r.startswith(pkg)}
-        updates: list[tuple[str, bytes | None, Any]] = []
-        for rel in sorted(cands):
-            if self.profile.should_index(rel) and rel.endswith(".py"):
-                continue  # handled with the index, from the same parse
-            path = files.get(rel) if files is not None else self.root / rel
-            try:
-                data = (
-                    None
-                    if path is None
-                    else (b"" if rel.endswith((".so", ".pyd")) else path.read_bytes())
-                )
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                data = None
-            except OSError:
-                continue
-            updates.append((rel, data, None))
-        self._update_model(updates)
+        updates = self.package_model.unindexed_updates(rels)
+        if updates:
+            self._update_model(updates)
 
     def rank_candidates(self, dotted: str, candidates: list[str]) -> list[str]:
         """Blend name similarity with retrieval over the index (quick fixes).
@@ -703,7 +562,7 @@ class Workspace:
         and its re-export count once; the shorter public path is shown. The
         score is reciprocal-rank fusion of the two orders.
         """
-        pub, model = self._state.published, self._state.model
+        pub, model = self._state.published, self.package_model.model
         if pub is None or model is None:
             return candidates
         snap, aux = pub.snapshot, pub.aux
@@ -906,8 +765,10 @@ class Workspace:
             "builds": st.builds,
             "generation": snap.generation,
             "loaded_from": st.loaded_from,
-            "persisted": not (st.dirty or st.model_dirty),
-            "model_modules": len(st.model.modules) if st.model is not None else None,
+            "persisted": not (st.dirty or self.package_model.dirty),
+            "model_modules": len(pm.modules)
+            if (pm := self.package_model.model)
+            else None,
             "created": st.manifest.get("created"),
             "tool_version": __version__,
         }
