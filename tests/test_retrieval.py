@@ -19,13 +19,14 @@ from pycsamt_lsp.corpus.profile import profile_from_dict
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.retrieval import (
-    COMPONENTS,
     EXPANSION_WEIGHT,
+    SEED_COMPONENTS,
     RankAux,
     load_feedback,
     search,
     snippet_of,
 )
+from pycsamt_lsp.search.stages import STAGES
 from pycsamt_lsp.workspace.facade import QueryError, Workspace
 
 PROFILE = profile_from_dict(
@@ -156,7 +157,10 @@ def reference(snap, query, *, workflow=None, feedback=None, disable=(), k=100):
 
 
 def run(snap, aux, query, **kw):
+    """The seed's path: the stages after its composition (stages.py) are off;
+    tests/test_ranking_stages.py tests them."""
     k = kw.pop("k", 100)
+    kw["disable"] = (*kw.get("disable", ()), *STAGES)
     hits, info = search(snap, aux, PROFILE, query, k=k, **kw)
     return [(snap.table.ids[h.slot], h.score) for h in hits], info
 
@@ -178,7 +182,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize(
-    "disable", [(), *[(c,) for c in COMPONENTS], tuple(COMPONENTS)]
+    "disable", [(), *[(c,) for c in SEED_COMPONENTS], tuple(SEED_COMPONENTS)]
 )
 def test_matches_reference(snap, aux, query, disable):
     got, _ = run(snap, aux, query, disable=disable, feedback=FEEDBACK)
@@ -331,7 +335,8 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 def test_query_result_fields(ws):
-    res = ws.query("static shift ama", k=5)
+    # the seed's path: there top_score (the confidence s_max) is the first score
+    res = ws.query("static shift ama", k=5, disable=STAGES)
     assert res["query"] == "static shift ama" and res["k"] == 5
     assert res["workflow"] == "static_shift"
     assert res["fingerprint"] == ws.stats()["fingerprint"]
@@ -368,10 +373,11 @@ def test_query_result_fields(ws):
 
 def test_feedback_file_is_read_on_each_query(ws):
     q = "static shift ama"
-    before = {r["id"]: r["score"] for r in ws.query(q)["results"]}
+    # the seed's path: a stage may pass a chunk's evidence on to another
+    before = {r["id"]: r["score"] for r in ws.query(q, disable=STAGES)["results"]}
     ws.feedback_path.parent.mkdir(parents=True, exist_ok=True)
     ws.feedback_path.write_text(json.dumps({"pkg.core.ss.estimate_ss_ama": -9}))
-    after = {r["id"]: r["score"] for r in ws.query(q)["results"]}
+    after = {r["id"]: r["score"] for r in ws.query(q, disable=STAGES)["results"]}
     fid = "pkg/core/ss.py:4:6"
     assert after[fid] == pytest.approx(before[fid] * 0.15, rel=1e-3)
     others = [i for i in before if i != fid]

@@ -23,6 +23,7 @@ import numpy as np
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
+from pycsamt_lsp.search.stages import STAGES, StageAux, apply_stages, diversify
 
 __all__ = [
     "COMPONENTS",
@@ -43,7 +44,15 @@ RECIPE_BOOST = 1.25
 SYMBOL_BOOST = 1.5
 FEEDBACK_FLOOR = 0.15
 #: Components that ablation can switch off one at a time.
-COMPONENTS = ("expansion", "workflow_boost", "priority", "recipe_boost", "symbol_boost")
+#: The seed's own components, then the stages after its composition.
+SEED_COMPONENTS = (
+    "expansion",
+    "workflow_boost",
+    "priority",
+    "recipe_boost",
+    "symbol_boost",
+)
+COMPONENTS = SEED_COMPONENTS + STAGES
 _IDENT_RUN = re.compile(r"[a-z0-9_]+")
 
 
@@ -59,6 +68,8 @@ class RankAux:
     kind_ids: Mapping[str, int]
     leaf_slots: Mapping[str, np.ndarray]
     symbol_slots: Mapping[str, np.ndarray]
+    #: arrays of the ranking stages after the seed's composition (stages.py)
+    stages: StageAux
 
     @classmethod
     def of(cls, snap: Snapshot) -> RankAux:
@@ -93,6 +104,7 @@ class RankAux:
             kind_ids=kind_ids,
             leaf_slots={k: np.array(v, np.int64) for k, v in leaves.items()},
             symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
+            stages=StageAux.of(snap),
         )
 
     def extended(self, snap: Snapshot, start: int) -> RankAux:
@@ -147,6 +159,7 @@ class RankAux:
             kind_ids=kind_ids,
             leaf_slots=leaves,
             symbol_slots=symbols,
+            stages=StageAux.of(snap),
         )
 
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:
@@ -260,11 +273,13 @@ def search(
                 slots = np.array(live, np.int64)
             factor[slots] = max(FEEDBACK_FLOOR, 1.0 + delta)
         s = s * factor[idx]
-    info["top_score"] = float(s.max())
-    info["n_candidates"] = len(idx)
     k = max(int(k), 0)
     # with a per-file cap some of the best may be passed over: look deeper
     depth = k if not per_file else min(len(s), k * 4 + 50)
+    # confidence (DESIGN 5) reads the seed's s_max, not the stages' scores
+    info["top_score"] = float(s.max())
+    s = apply_stages(snap, aux.stages, query, idx, base[idx], s, disable, depth)
+    info["n_candidates"] = len(idx)
     if depth < len(s):
         kth = np.partition(-s, depth - 1)[depth - 1] if depth else -np.inf
         keep = np.flatnonzero(-s <= kth)  # ties at the boundary stay in the race
@@ -273,30 +288,15 @@ def search(
     ids = snap.table.ids
     order = sorted(keep.tolist(), key=lambda j: (-s[j], ids[idx[j]]))
     if per_file:
-        order = _diversify(
-            order, [snap.table.paths[idx[j]] for j in order], per_file, k
+        order = diversify(
+            order,
+            [snap.table.paths[idx[j]] for j in order],
+            aux.stages.prose[idx[order]].tolist(),
+            per_file,
+            k,
+            split="file_cap" not in disable,
         )
     return [Hit(int(idx[j]), float(s[j])) for j in order[:k]], info
-
-
-def _diversify(order: list[int], paths: list[str], per_file: int, k: int) -> list[int]:
-    """At most *per_file* results from one file, unless too few files match.
-
-    Scores are untouched; only the selection changes, so one long document
-    (a recipe with many matching sections) cannot fill the whole list.
-    """
-    taken: list[int] = []
-    spill: list[int] = []
-    count: dict[str, int] = {}
-    for j, path in zip(order, paths, strict=True):
-        if count.get(path, 0) < per_file:
-            count[path] = count.get(path, 0) + 1
-            taken.append(j)
-            if len(taken) == k:
-                return taken
-        else:
-            spill.append(j)
-    return taken + spill[: k - len(taken)]
 
 
 def snippet_of(text: str, limit: int = 240) -> str:

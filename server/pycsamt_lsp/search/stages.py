@@ -1,0 +1,397 @@
+"""Ranking stages after the seed's score composition (issue 14).
+
+The seed's model (DESIGN 5, :func:`pycsamt_lsp.search.retrieval.search`)
+computes ``s(c)`` exactly; these stages then re-weigh the candidates. Each is
+named, documented and switched off by putting its name in ``disable`` (the
+eval's ablation does exactly that), and with all of them off the ranking is
+the seed's, bit for bit.
+
+Why they exist: on questions nobody tuned on, prose about a symbol (recipes,
+doc sections, the module docstring) ranks above the symbol that answers, and
+the symbol's own name counts no more than any word of its body. The stages:
+
+``field_bm25``
+    A second BM25 over the *name field* of every code chunk (the leaf name and
+    its enclosing class, split like identifiers). A query word that names the
+    symbol counts more than the same word deep in a docstring. The field
+    score is added to ``L(c)`` with weight :data:`FIELD_WEIGHT`, under the
+    chunk's seed multipliers.
+``inherit``
+    A code chunk inherits evidence from the prose that names it: each of the
+    :data:`INHERIT_TOP` best-scored recipes / doc sections passes
+    :data:`INHERIT_SHARE` of its score to the code chunks it names (dotted
+    references, or identifiers unique in the package); a chunk keeps the
+    largest share it is given. So a how-to led by a recipe continues with the
+    symbols that recipe names.
+``module_inherit``
+    The same from a module's docstring to the module's own top-level symbols
+    (:data:`MODULE_SHARE`, the :data:`INHERIT_MODULES` best modules): a
+    question that matches what a module is about lifts the module's
+    functions, not only its docstring.
+``code_first``
+    Prose never buries code: on a how-to question the best prose chunk keeps
+    its score (a recipe may lead), every other prose chunk is scaled by
+    :data:`PROSE_FACTOR`; on any other question all prose is. A module
+    docstring scored above its best own symbol goes just below it
+    (:data:`MODULE_FACTOR` of that symbol's score): the module is context,
+    the symbol is what the user calls.
+``file_cap``
+    The per-file cap counts code and prose apart: one file contributes at
+    most ``per_file`` prose chunks but ``per_file + 1`` code chunks, since
+    sibling functions of one module are often all relevant, while sections of
+    one long document rarely are.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.tokenize import tokenize
+from pycsamt_lsp.search.fields import CODE_KINDS, NameField
+
+__all__ = [
+    "FIELD_WEIGHT",
+    "INHERIT_SHARE",
+    "MODULE_FACTOR",
+    "MODULE_SHARE",
+    "PROSE_FACTOR",
+    "STAGES",
+    "StageAux",
+    "apply_stages",
+    "diversify",
+    "is_howto",
+]
+
+#: Stages after the seed's composition, in the order they run.
+STAGES = ("field_bm25", "inherit", "module_inherit", "code_first", "file_cap")
+FIELD_WEIGHT = 1.0
+INHERIT_SHARE = 0.35
+#: How many prose candidates pass their evidence on.
+INHERIT_TOP = 5
+MODULE_SHARE = 0.2
+MODULE_FACTOR = 0.85
+#: How many module docstrings (the best scored) pass evidence to their symbols.
+INHERIT_MODULES = 8
+#: The stages re-weigh this many of the best seed candidates (more when asked
+#: for a deeper list).
+STAGE_POOL = 300
+PROSE_FACTOR = 0.6
+PROSE_KINDS = frozenset({"recipe", "doc_section"})
+_HOWTO = re.compile(
+    r"^\s*(how\b|what (are the )?steps\b|walk me through\b|steps? (to|for)\b|"
+    r"guide\b|workflow\b|procedure\b|i (want|need) to\b)",
+    re.I,
+)
+#: identifiers and dotted names in prose; possessive, so no backtracking
+_NAME = re.compile(r"[A-Za-z_][\w.]*+")
+
+
+def is_howto(query: str) -> bool:
+    """A how-to question: a recipe may answer it first (then the code)."""
+    return bool(_HOWTO.search(query))
+
+
+@dataclass(eq=False)
+class StageAux:
+    """Per-snapshot arrays the stages need, derived from the chunk table.
+
+    The name field comes from the table's symbol column (no chunk text is
+    read, so a warm start stays as fast as before). What a prose chunk names
+    needs its text: :meth:`named_by` reads it on first use and keeps it for
+    the snapshot's lifetime.
+    """
+
+    names: NameField
+    code: np.ndarray  # bool: a code chunk (symbol / method)
+    prose: np.ndarray  # bool: recipe / doc section
+    module_doc: np.ndarray  # bool
+    module_children: Mapping[int, np.ndarray]  # module_doc slot -> symbol slots
+    _names: _Resolver | None = None
+    _named: dict[int, np.ndarray] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> StageAux:
+        t = snap.table
+        n = len(t)
+        # slots an update removed stay in the table: they must name nothing
+        alive = np.zeros(n, bool)
+        alive[: len(snap.bm25.alive)] = snap.bm25.alive[:n]
+        kinds = np.array(t.kinds, object) if n else np.zeros(0, object)
+        code = np.isin(kinds, list(CODE_KINDS)) & alive if n else np.zeros(0, bool)
+        prose = np.isin(kinds, list(PROSE_KINDS)) & alive if n else np.zeros(0, bool)
+        module_doc = (kinds == "module_doc") & alive if n else np.zeros(0, bool)
+        mod_slot: dict[str, int] = {}
+        for slot in np.flatnonzero(module_doc).tolist():
+            if t.symbols[slot]:
+                mod_slot[t.symbols[slot]] = slot
+        children: dict[int, list[int]] = {}
+        for slot in np.flatnonzero(code).tolist():
+            sym = t.symbols[slot]
+            if sym and t.kinds[slot] == "python_symbol":
+                parent = mod_slot.get(sym.rpartition(".")[0])
+                if parent is not None:
+                    children.setdefault(parent, []).append(slot)
+        return cls(
+            names=NameField.build(t.symbols, t.kinds, alive),
+            code=code,
+            prose=prose,
+            module_doc=module_doc,
+            module_children={k: np.array(v, np.int64) for k, v in children.items()},
+        )
+
+    def named_by(self, snap: Snapshot, slot: int) -> np.ndarray:
+        """The code slots prose chunk *slot* names (read once, then kept).
+
+        Per slot and on first use: only the few prose chunks that rank near
+        the top of some query are ever read, so neither a warm start nor the
+        first query pays for reading every document.
+        """
+        got = self._named.get(slot)
+        if got is None:
+            if self._names is None:
+                with self._lock:
+                    if self._names is None:
+                        self._names = _Resolver.of(snap, self.code)
+            got = self._names.named_in(snap, slot)
+            self._named[slot] = got  # one dict store: safe for concurrent readers
+        return got
+
+
+class _Resolver:
+    """Names in prose -> code slots.
+
+    A dotted reference names the symbol it spells, or the symbol of that
+    leaf whose module lies under the reference's module (a re-export such as
+    ``pycsamt.emtools.plot_strike_rose``). A bare identifier names a symbol
+    only when it is specific (6+ characters with an underscore or capitals)
+    and no other top-level symbol has that leaf.
+    """
+
+    def __init__(
+        self, exact: dict[str, int], by_leaf: dict[str, list[int]], symbols: list
+    ) -> None:
+        self.exact = exact
+        self.by_leaf = by_leaf
+        self.symbols = symbols
+        self.resolved: dict[str, tuple[int, ...]] = {}
+
+    @classmethod
+    def of(cls, snap: Snapshot, code: np.ndarray) -> _Resolver:
+        t = snap.table
+        by_leaf: dict[str, list[int]] = {}
+        exact: dict[str, int] = {}
+        for slot in np.flatnonzero(code).tolist():
+            sym = t.symbols[slot]
+            if sym:
+                exact.setdefault(sym, slot)
+                if t.kinds[slot] == "python_symbol":
+                    by_leaf.setdefault(sym.rsplit(".", 1)[-1], []).append(slot)
+        return cls(exact, by_leaf, t.symbols)
+
+    def resolve(self, name: str) -> tuple[int, ...]:
+        got = self.resolved.get(name)
+        if got is not None:
+            return got
+        if "." not in name:
+            cands = self.by_leaf.get(name)
+            specific = len(name) >= 6 and ("_" in name or not name.islower())
+            got = tuple(cands) if cands and len(cands) == 1 and specific else ()
+        elif name in self.exact:
+            got = (self.exact[name],)
+        else:
+            mod, _, leaf = name.rpartition(".")
+            got = tuple(
+                slot
+                for slot in self.by_leaf.get(leaf, ())
+                if (self.symbols[slot] + ".").startswith(mod + ".")
+            )
+        self.resolved[name] = got
+        return got
+
+    def named_in(self, snap: Snapshot, slot: int) -> np.ndarray:
+        try:
+            text = snap.table.get(slot).text
+        except (KeyError, OSError, ValueError):
+            return np.zeros(0, np.int64)
+        named: set[int] = set()
+        for name in set(_NAME.findall(text)):
+            named.update(self.resolve(name.rstrip(".")))
+        return np.array(sorted(named), np.int64)
+
+
+def apply_stages(
+    snap: Snapshot,
+    st: StageAux,
+    query: str,
+    idx: np.ndarray,
+    base: np.ndarray,
+    s: np.ndarray,
+    disable: Collection[str],
+    depth: int = 0,
+) -> np.ndarray:
+    """The candidates' scores after every enabled stage (*s* is the seed's).
+
+    *idx* are the candidate slots (sorted), *base* their ``L(c)`` and *s*
+    their seed score; returns a new score vector aligned with *idx*. The
+    stages re-weigh the best :data:`STAGE_POOL` seed candidates (at least
+    *depth*); the rest keep their seed score, scaled like prose when they are
+    prose, so nothing outside the pool can overtake what the stages demoted.
+    """
+    on = [x for x in STAGES[:-1] if x not in disable]
+    if not on or not len(idx):
+        return s
+    pool = max(STAGE_POOL, depth)
+    if len(idx) > pool:
+        top = np.sort(np.argpartition(-s, pool - 1)[:pool])
+        out = (
+            s * np.where(st.prose[idx], PROSE_FACTOR, 1.0)
+            if "code_first" in on
+            else s.copy()
+        )
+        out[top] = _stages(snap, st, query, idx[top], base[top], s[top], on)
+        return out
+    return _stages(snap, st, query, idx, base, s, on)
+
+
+def _stages(
+    snap: Snapshot,
+    st: StageAux,
+    query: str,
+    idx: np.ndarray,
+    base: np.ndarray,
+    s: np.ndarray,
+    on: Sequence[str],
+) -> np.ndarray:
+    if "field_bm25" in on:
+        names = st.names.scores(tokenize(query), idx)
+        if names.any():
+            mult = np.divide(s, base, out=np.zeros_like(s), where=base > 0)
+            s = s + FIELD_WEIGHT * names * mult
+    if "inherit" in on or "module_inherit" in on:
+        s = _inherit(snap, st, idx, s, "inherit" in on, "module_inherit" in on)
+    if "code_first" in on:
+        s = _code_first(st, query, idx, s)
+    return s
+
+
+def _top(js: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
+    """The *n* best scored of candidate positions *js*."""
+    if len(js) <= n:
+        return js
+    return js[np.argpartition(-s[js], n - 1)[:n]]
+
+
+def _spread(
+    idx: np.ndarray, owners: list[int], groups: list[np.ndarray], values: list[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(owner, candidate, value)`` per grouped slot that is a candidate.
+
+    *idx* is sorted; one ``searchsorted`` serves all groups (per-group numpy
+    calls cost more than the work at these sizes).
+    """
+    slots = np.concatenate(groups)
+    sizes = [len(g) for g in groups]
+    own = np.repeat(np.array(owners, np.int64), sizes)
+    val = np.repeat(np.array(values), sizes)
+    pos = np.searchsorted(idx, slots)
+    ok = pos < len(idx)
+    pos, own, val, slots = pos[ok], own[ok], val[ok], slots[ok]
+    hit = idx[pos] == slots
+    return own[hit], pos[hit], val[hit]
+
+
+def _inherit(
+    snap: Snapshot,
+    st: StageAux,
+    idx: np.ndarray,
+    s: np.ndarray,
+    from_prose: bool,
+    from_module: bool,
+) -> np.ndarray:
+    owners: list[int] = []
+    groups: list[np.ndarray] = []
+    shares: list[float] = []
+    prose = np.flatnonzero(st.prose[idx]) if from_prose else ()
+    if len(prose):
+        for j in _top(prose, s, INHERIT_TOP).tolist():
+            named = st.named_by(snap, int(idx[j]))
+            if len(named):
+                owners.append(j)
+                groups.append(named)
+                shares.append(INHERIT_SHARE)
+    mods = np.flatnonzero(st.module_doc[idx]) if from_module else ()
+    for j in _top(mods, s, INHERIT_MODULES).tolist() if len(mods) else ():
+        kids = st.module_children.get(int(idx[j]))
+        if kids is not None:
+            owners.append(j)
+            groups.append(kids)
+            shares.append(MODULE_SHARE)
+    if not groups:
+        return s
+    own, pos, share = _spread(idx, owners, groups, shares)
+    bonus = np.zeros(len(idx))
+    # only candidates get evidence: a chunk must match the query itself
+    np.maximum.at(bonus, pos, share * s[own])
+    return s + bonus
+
+
+def _code_first(st: StageAux, query: str, idx: np.ndarray, s: np.ndarray) -> np.ndarray:
+    prose = st.prose[idx]
+    out = s * np.where(prose, PROSE_FACTOR, 1.0)
+    if prose.any() and is_howto(query):
+        lead = np.flatnonzero(prose)[np.argmax(s[prose])]
+        out[lead] = s[lead]
+    owners: list[int] = []
+    groups: list[np.ndarray] = []
+    mods = np.flatnonzero(st.module_doc[idx])
+    for j in _top(mods, out, INHERIT_MODULES).tolist() if len(mods) else ():
+        kids = st.module_children.get(int(idx[j]))
+        if kids is not None:
+            owners.append(j)
+            groups.append(kids)
+    if groups:
+        own, pos, _ = _spread(idx, owners, groups, [0.0] * len(owners))
+        if len(pos):
+            best = np.zeros(len(idx))
+            np.maximum.at(best, own, out[pos])
+            # a module docstring scored above its best own symbol goes below it
+            out = np.minimum(out, np.where(best > 0, best * MODULE_FACTOR, np.inf))
+    return out
+
+
+def diversify(
+    order: Sequence[int],
+    paths: Sequence[str],
+    prose: Sequence[bool],
+    per_file: int,
+    k: int,
+    *,
+    split: bool,
+) -> list[int]:
+    """At most *per_file* results from one file, unless too few files match.
+
+    With *split* (stage ``file_cap``) code chunks of one file may take one
+    more place than prose chunks of it. Scores are untouched; only the
+    selection changes, so one long document cannot fill the whole list.
+    """
+    taken: list[int] = []
+    spill: list[int] = []
+    count: dict[tuple[str, bool], int] = {}
+    for j, path, is_prose in zip(order, paths, prose, strict=True):
+        key = (path, bool(is_prose) if split else False)
+        cap = per_file + 1 if split and not is_prose else per_file
+        if count.get(key, 0) < cap:
+            count[key] = count.get(key, 0) + 1
+            taken.append(j)
+            if len(taken) == k:
+                return taken
+        else:
+            spill.append(j)
+    return taken + spill[: k - len(taken)]
