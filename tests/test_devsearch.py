@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pycsamt_lsp.corpus.profile import load_profile
-from pycsamt_lsp.devsearch import search as devsearch
+from pycsamt_lsp.devsearch import files as devsearch_files
 from pycsamt_lsp.devsearch.search import (
     MAX_RESULTS,
     TEST_ROLE,
@@ -752,7 +752,7 @@ def test_hostile_ref_is_not_followed(corpus):
 
 def test_concurrent_edit_is_flagged(corpus, monkeypatch):
     target = corpus / "pycsamt/tools/validation.py"
-    real_read = devsearch._read_bytes
+    real_read = devsearch_files._read_bytes
     calls: list[Path] = []
 
     def reader(path: Path, max_bytes: int) -> bytes | None:
@@ -762,7 +762,7 @@ def test_concurrent_edit_is_flagged(corpus, monkeypatch):
             target.write_text(VALIDATION + "\n# saved meanwhile\n", encoding="utf-8")
         return data
 
-    monkeypatch.setattr(devsearch, "_read_bytes", reader)
+    monkeypatch.setattr(devsearch_files, "_read_bytes", reader)
     r = search(corpus, "validate_generated_code")
     top = r["results"][0]
     assert top["path"] == "pycsamt/tools/validation.py"

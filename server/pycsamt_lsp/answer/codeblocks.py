@@ -10,18 +10,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from pycsamt_lsp.text.markup import FENCED_BLOCK
+
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["extract_code_blocks", "validate_answer_code", "validation_note"]
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
-
 
 def extract_code_blocks(markdown: str) -> list[str]:
     """Python code blocks of a Markdown answer (``python``/``py`` or unlabelled)."""
     out = []
-    for lang, body in _FENCE.findall(markdown or ""):
+    for lang, body in FENCED_BLOCK.findall(markdown or ""):
         if lang.lower() in ("python", "py", "python3", ""):
             if lang == "" and not re.search(r"^\s*(import|from)\s|\(", body, re.M):
                 continue

@@ -8,22 +8,12 @@ reason safe to show: the key is masked, never logged or echoed.
 
 from __future__ import annotations
 
-import re
-
 from pycsamt_lsp.answer.evidence import AssembledContext
 from pycsamt_lsp.answer.settings import AskSettings
 from pycsamt_lsp.errors import AnswerError
+from pycsamt_lsp.text.secrets import scrub
 
 __all__ = ["SYSTEM_PROMPT", "AnswerError", "openai_answer", "scrub"]
-
-
-def scrub(text: str, secret: str | None) -> str:
-    """*text* with *secret* and anything shaped like an OpenAI key masked,
-    cut to 300 characters (a reason shown to the user)."""
-    if secret:
-        text = text.replace(secret, "***")
-    text = re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-***", text)
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 SYSTEM_PROMPT = """You answer questions about the Python package `{package}` for a geophysicist, \

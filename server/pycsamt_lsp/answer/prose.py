@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.text.markup import RST_ADORNMENT_INDENTED
 
 __all__ = [
     "LIST_ITEM",
@@ -28,7 +29,6 @@ NUMPYDOC_SECTION = re.compile(
     r"\n\s*(Parameters|Returns|Yields|Raises|See Also|Notes|Examples|Attributes"
     r"|References|Warnings)\s*\n\s*-{3,}"
 )
-_ADORNMENT = re.compile(r"^\s*([=\-~^*+#`'\".:_])\1{2,}\s*$")
 _HEADER_LINE = re.compile(
     r"\s*(Module|File|Class|Function|Method|Signature|Symbol|Paper|Document)\s*:\s"
 )
@@ -58,10 +58,10 @@ def prose_of(chunk: Chunk) -> str:
         while lines and (
             not lines[0].strip()
             or lines[0].strip() == chunk.symbol
-            or _ADORNMENT.match(lines[0])
+            or RST_ADORNMENT_INDENTED.match(lines[0])
         ):
             lines = lines[1:]
-    text = "\n".join(ln for ln in lines if not _ADORNMENT.match(ln))
+    text = "\n".join(ln for ln in lines if not RST_ADORNMENT_INDENTED.match(ln))
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 

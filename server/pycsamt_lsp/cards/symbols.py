@@ -8,11 +8,11 @@ table of one snapshot's symbols is built once and kept by the workspace's
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.text.identifiers import split_identifier
 
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["SymbolTable", "search_symbols"]
 
 _SYMBOL_KINDS = ("python_symbol", "python_method", "module_doc")
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class SymbolTable:
                         sym,
                         leaf,
                         leaf.lower(),
-                        tuple(w.lower() for w in _WORDS.findall(leaf)),
+                        tuple(split_identifier(leaf)),
                         kind,
                         int(t.priority[s]),
                         s,

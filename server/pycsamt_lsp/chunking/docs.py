@@ -12,12 +12,10 @@ import re
 
 from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.text.markup import FENCE, MD_HEADING, RST_ADORNMENT
 
 __all__ = ["chunk_doc", "split_sections"]
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_MD_FENCE = re.compile(r"^\s*(```|~~~)")
-_RST_ADORN = re.compile(r"^([=\-~^\"'`#*+.:_<>!$%&,;?@\\/|])\1{2,}\s*$")
 #: Sections shorter than this with no heading carry no retrievable content.
 MIN_SECTION_CHARS = 24
 
@@ -27,26 +25,26 @@ def _rst_heading(lines: list[str], i: int) -> tuple[str, int] | None:
     n = len(lines)
     line = lines[i]
     # overline + title + underline
-    if _RST_ADORN.match(line) and i + 2 < n:
+    if RST_ADORNMENT.match(line) and i + 2 < n:
         title = lines[i + 1].strip()
         under = lines[i + 2]
         if (
             title
-            and _RST_ADORN.match(under)
+            and RST_ADORNMENT.match(under)
             and under.strip()[0] == line.strip()[0]
             and len(line.strip()) >= len(title)
-            and not _RST_ADORN.match(lines[i + 1])
+            and not RST_ADORNMENT.match(lines[i + 1])
         ):
             return title, 3
     # title + underline
     if (
         line.strip()
-        and not _RST_ADORN.match(line)
+        and not RST_ADORNMENT.match(line)
         and i + 1 < n
         and not line.startswith((" ", "\t"))
     ):
         under = lines[i + 1]
-        if _RST_ADORN.match(under) and len(under.strip()) >= len(line.strip()):
+        if RST_ADORNMENT.match(under) and len(under.strip()) >= len(line.strip()):
             return line.strip(), 2
     return None
 
@@ -63,9 +61,9 @@ def split_sections(text: str, suffix: str) -> list[tuple[str, int, int, str]]:
     while i < n:
         line = lines[i]
         if suffix == ".md":
-            if _MD_FENCE.match(line):
+            if FENCE.match(line):
                 in_fence = not in_fence
-            m = None if in_fence else _MD_HEADING.match(line)
+            m = None if in_fence else MD_HEADING.match(line)
             if m:
                 sections.append([m.group(2).strip(), i + 1, []])
                 i += 1

@@ -23,9 +23,7 @@ import importlib.util
 import io
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.tokenize import term_counts, tokenize
 from pycsamt_lsp.search.retrieval import EXPANSION_WEIGHT
+from pycsamt_lsp.storage.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
@@ -278,10 +277,7 @@ def _save_cache(index_dir: Path | None, cache: dict[str, list[str]]) -> None:
         return
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=index_dir, prefix=f".{CACHE_FILE}.")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(json.dumps(cache).encode("utf-8"))
-        os.replace(tmp, index_dir / CACHE_FILE)
+        atomic_write_text(index_dir / CACHE_FILE, json.dumps(cache))
     except OSError as exc:
         log.info("could not cache extracted paper text: %s", exc)
 

@@ -12,6 +12,8 @@ import ast
 
 from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.pyast.signatures import format_params, params_of, signature_of
+from pycsamt_lsp.pyast.signatures import unparse as _unparse
 
 __all__ = ["chunk_python", "format_params", "module_name", "params_of", "signature_of"]
 
@@ -29,15 +31,6 @@ def module_name(rel: str) -> str:
         if p.endswith(suffix):
             p = p[: -len(suffix)]
     return p.strip("/").replace("/", ".")
-
-
-def _unparse(node: ast.AST | None) -> str | None:
-    if node is None:
-        return None
-    try:
-        return ast.unparse(node)
-    except Exception:  # noqa: BLE001 - odd nodes never break indexing
-        return None
 
 
 class _Source:
@@ -63,115 +56,6 @@ class _Source:
             return " ".join(p.decode("utf-8", "replace").strip() for p in parts)
         except (AttributeError, IndexError, TypeError):
             return _unparse(node)
-
-
-def params_of(
-    node: ast.FunctionDef | ast.AsyncFunctionDef,
-    *,
-    drop_self: bool = True,
-    text=_unparse,
-) -> list[dict]:
-    """Parameters with kind, default and annotation, in declaration order.
-
-    *text* renders an expression node (source slicing when the file's lines
-    are at hand, ``ast.unparse`` otherwise).
-    """
-    _unparse = text  # noqa: N806 - local rebinding keeps the body readable
-    a = node.args
-    out: list[dict] = []
-    positional = [(p, "positional_only") for p in a.posonlyargs] + [
-        (p, "positional_or_keyword") for p in a.args
-    ]
-    first_default = len(positional) - len(a.defaults)
-    for i, (p, kind) in enumerate(positional):
-        if drop_self and i == 0 and p.arg in ("self", "cls"):
-            continue
-        default = (
-            _unparse(a.defaults[i - first_default]) if i >= first_default else None
-        )
-        out.append(
-            {
-                "name": p.arg,
-                "kind": kind,
-                "default": default,
-                "annotation": _unparse(p.annotation),
-            }
-        )
-    if a.vararg:
-        out.append(
-            {
-                "name": a.vararg.arg,
-                "kind": "var_positional",
-                "default": None,
-                "annotation": _unparse(a.vararg.annotation),
-            }
-        )
-    for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        out.append(
-            {
-                "name": p.arg,
-                "kind": "keyword_only",
-                "default": _unparse(d),
-                "annotation": _unparse(p.annotation),
-            }
-        )
-    if a.kwarg:
-        out.append(
-            {
-                "name": a.kwarg.arg,
-                "kind": "var_keyword",
-                "default": None,
-                "annotation": _unparse(a.kwarg.annotation),
-            }
-        )
-    return out
-
-
-def format_params(params: list[dict], *, with_self: bool = False) -> str:
-    """``a, b: int = 1, *args, c=2, **kw`` from :func:`params_of` output."""
-    out: list[str] = ["self"] if with_self else []
-    saw_star = False
-    for i, p in enumerate(params):
-        kind = p["kind"]
-        if kind == "keyword_only" and not saw_star:
-            out.append("*")
-            saw_star = True
-        name = p["name"]
-        if kind == "var_positional":
-            name, saw_star = "*" + name, True
-        elif kind == "var_keyword":
-            name = "**" + name
-        if p.get("annotation"):
-            name += f": {p['annotation']}"
-        if p.get("default") is not None:
-            name += f" = {p['default']}" if p.get("annotation") else f"={p['default']}"
-        out.append(name)
-        nxt = params[i + 1]["kind"] if i + 1 < len(params) else None
-        if kind == "positional_only" and nxt != "positional_only":
-            out.append("/")
-    return ", ".join(out)
-
-
-def signature_of(node: ast.AST, text=_unparse, params: list[dict] | None = None) -> str:
-    """``name(args) -> ret`` for a def, ``class Name(bases)`` for a class."""
-    _unparse = text  # noqa: N806
-    name = getattr(node, "name", "")
-    if isinstance(node, ast.ClassDef):
-        bases = [b for b in (_unparse(x) for x in node.bases) if b]
-        return f"class {name}({', '.join(bases)})" if bases else f"class {name}"
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if params is None:
-            args = _unparse(node.args) or "..."
-        else:
-            first = (node.args.posonlyargs + node.args.args)[:1]
-            with_self = bool(first) and first[0].arg in ("self", "cls")
-            args = format_params(params, with_self=with_self)
-            if with_self and first[0].arg == "cls":
-                args = "cls" + args[4:]
-        ret = _unparse(node.returns)
-        prefix = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
-        return f"{prefix}{name}({args})" + (f" -> {ret}" if ret else "")
-    return name
 
 
 def _class_init(node: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

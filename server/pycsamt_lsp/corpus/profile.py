@@ -8,21 +8,19 @@ so indexing another package means writing another profile and nothing else.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+
+from pycsamt_lsp.corpus.testfiles import is_test_path
+from pycsamt_lsp.errors import ProfileError
 
 __all__ = ["PROFILE_DIR", "Profile", "ProfileError", "load_profile"]
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-class ProfileError(ValueError):
-    """A profile file is missing or malformed (the message says which)."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +56,7 @@ class Profile:
 
     def is_test_path(self, rel: str) -> bool:
         """True for unit tests: under a ``tests`` folder or a test file name."""
-        p = PurePosixPath(rel)
-        if "tests" in p.parts[:-1]:
-            return True
-        return any(fnmatch.fnmatch(p.name, g) for g in self.test_globs)
+        return is_test_path(rel, self.test_globs)
 
     def is_excluded(self, rel: str) -> bool:
         """True when *rel* matches an exclusion pattern (substring match)."""

@@ -19,13 +19,15 @@ old snapshot are never disturbed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
-__all__ = ["K1", "B", "BM25Index", "DocTerms"]
+__all__ = ["K1", "B", "BM25Index", "DocTerms", "idf", "term_score"]
 
 K1 = 1.5
 B = 0.75
@@ -33,6 +35,29 @@ B = 0.75
 _COMPACT_SHARE = 0.10
 
 DocTerms = tuple[np.ndarray, np.ndarray]  # (term ids int32, tf float32)
+
+
+def idf(n_docs: Any, df: Any) -> Any:
+    """Okapi idf with the +1 floor (never negative): ``log(1 + (N - df + .5) / (df + .5))``.
+
+    Arrays in, array out (the index); plain numbers in, a float out
+    (developer search, which scores a handful of files).
+    """
+    if isinstance(df, np.ndarray):
+        d = df.astype(np.float64)
+        return np.log(1.0 + (n_docs - d + 0.5) / (d + 0.5))
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def term_score(
+    weight: Any, tf: Any, dl: Any, avgdl: float, *, k1: float = K1, b: float = B
+) -> Any:
+    """One term's BM25 contribution: ``weight * tf (k1+1) / (tf + k1 (1 - b + b dl/avgdl))``.
+
+    *weight* is the term's idf (times any per-term weight); works on numbers
+    and on numpy arrays alike, with one order of operations for both.
+    """
+    return weight * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * dl / avgdl))
 
 
 def _csc(
@@ -182,9 +207,7 @@ class BM25Index:
 
     def idf(self, term_ids: np.ndarray) -> np.ndarray:
         """Okapi idf with the +1 floor (never negative)."""
-        n = self.n_docs
-        df = self.df[term_ids].astype(np.float64)
-        return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return idf(self.n_docs, self.df[term_ids])
 
     def term_ids(self, tokens: Iterable[str]) -> np.ndarray:
         """Unique known term ids of *tokens*, in first-seen order."""
@@ -221,11 +244,7 @@ class BM25Index:
             d = pdoc[idx]
             f = ptf[idx].astype(np.float64)
             dl = self.doc_len[d]
-            w = (
-                np.repeat(idf, lens)
-                * (f * (self.k1 + 1.0))
-                / (f + self.k1 * (1.0 - self.b + self.b * dl / avgdl))
-            )
+            w = term_score(np.repeat(idf, lens), f, dl, avgdl, k1=self.k1, b=self.b)
             docs_parts.append(d)
             w_parts.append(w)
         if docs_parts:

@@ -26,6 +26,7 @@ from pycsamt_lsp import INDEX_VERSION, __version__
 from pycsamt_lsp.errors import IndexLoadError
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
+from pycsamt_lsp.storage.atomic import atomic_write
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -59,22 +60,6 @@ def default_index_dir(root: Path, cache: Path) -> Path:
     return cache / "indexes" / f"{root.name}-{key}"
 
 
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def save_snapshot(
     snap: Snapshot, index_dir: Path, manifest_extra: dict[str, Any]
 ) -> dict[str, Any]:
@@ -102,7 +87,7 @@ def save_snapshot(
             by_kind[kind] = by_kind.get(kind, 0) + 1
             by_wf[wf] = by_wf.get(wf, 0) + 1
 
-    _atomic_write(index_dir / "chunks.jsonl", write_chunks)
+    atomic_write(index_dir / "chunks.jsonl", write_chunks)
     new_of = {int(s): i for i, s in enumerate(order)}
     files = {}
     for rel, (sha, slots) in sorted(snap.files.items()):
@@ -117,7 +102,7 @@ def save_snapshot(
         "files": files,
         "skipped": dict(snap.skipped),
     }
-    _atomic_write(
+    atomic_write(
         index_dir / "meta.json", lambda fh: fh.write(json.dumps(meta).encode("utf-8"))
     )
     arrays = snap.bm25.renumbered(order).arrays()
@@ -128,7 +113,7 @@ def save_snapshot(
         line_end=table.line_end[order],
         build_id=np.frombuffer(build_id.encode(), np.uint8),
     )
-    _atomic_write(index_dir / "index.npz", lambda fh: np.savez(fh, **arrays))
+    atomic_write(index_dir / "index.npz", lambda fh: np.savez(fh, **arrays))
     manifest = {
         "index_version": INDEX_VERSION,
         "tool_version": __version__,
@@ -144,7 +129,7 @@ def save_snapshot(
         "chunks_sha256": digest.hexdigest(),
         **manifest_extra,
     }
-    _atomic_write(
+    atomic_write(
         index_dir / "manifest.json",
         lambda fh: fh.write(json.dumps(manifest, indent=2).encode()),
     )

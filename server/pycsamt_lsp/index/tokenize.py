@@ -13,70 +13,11 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+from pycsamt_lsp.text.identifiers import STOPWORDS, identifier_parts
+
 __all__ = ["STOPWORDS", "term_counts", "tokenize", "word_tokens"]
 
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "for",
-        "and",
-        "or",
-        "in",
-        "on",
-        "at",
-        "by",
-        "with",
-        "from",
-        "is",
-        "are",
-        "be",
-        "do",
-        "does",
-        "did",
-        "how",
-        "what",
-        "which",
-        "when",
-        "where",
-        "why",
-        "can",
-        "could",
-        "would",
-        "should",
-        "i",
-        "you",
-        "we",
-        "my",
-        "our",
-        "me",
-        "it",
-        "this",
-        "that",
-        "these",
-        "those",
-        "use",
-        "using",
-        "used",
-        "run",
-        "write",
-        "get",
-        "make",
-        "show",
-        "please",
-        "code",
-        "script",
-        "function",
-        "class",
-        "method",
-    ]
-)
-
 _WORD = re.compile(r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)*")
-_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 @lru_cache(maxsize=262_144)
@@ -88,7 +29,7 @@ def word_tokens(raw: str) -> tuple[str, ...]:
         out.append(low)
     if "_" in raw or not (raw.islower() or raw.isupper() or raw.isdigit()):
         for piece in raw.split("_"):
-            for part in _PART.findall(piece):
+            for part in identifier_parts(piece):
                 p = part.lower()
                 if p != low and len(p) >= 2 and p not in STOPWORDS:
                     out.append(p)

@@ -46,7 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pycsamt_lsp.corpus.testfiles import is_test_module
 from pycsamt_lsp.index.heap import paused_gc
+from pycsamt_lsp.pyast.signatures import params_of
+from pycsamt_lsp.text.identifiers import split_identifier
 
 __all__ = [
     "MODEL_VERSION",
@@ -186,18 +189,11 @@ def module_name_for(rel: str, package: str) -> tuple[str, bool, str] | None:
     return ".".join([*dirs, stem]), False, kind
 
 
-_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-
-
 def identifier_tokens(name: str) -> list[str]:
     """Lower-case word parts of an identifier: ``StaticShiftAgent`` ->
     ``['static', 'shift', 'agent']``, ``estimate_ss_ama`` -> ``['estimate',
     'ss', 'ama']``, ``EDIFile`` -> ``['edi', 'file']``."""
-    out: list[str] = []
-    for chunk in name.split("_"):
-        if chunk:
-            out.extend(t.lower() for t in _CAMEL_RE.findall(chunk))
-    return out
+    return split_identifier(name, acronym_before_digit=True)
 
 
 def _stem(token: str) -> str:
@@ -395,48 +391,7 @@ class _NameSet:
 
 def _params(args: ast.arguments, src: _Src | None) -> list[dict[str, Any]]:
     """Parameters as ``{name, kind, default, annotation}`` in call order."""
-    out: list[dict[str, Any]] = []
-    positional = [*args.posonlyargs, *args.args]
-    n_req = len(positional) - len(args.defaults)
-    for i, a in enumerate(positional):
-        out.append(
-            {
-                "name": a.arg,
-                "kind": "positional_only"
-                if i < len(args.posonlyargs)
-                else "positional_or_keyword",
-                "default": _text(args.defaults[i - n_req], src) if i >= n_req else None,
-                "annotation": _text(a.annotation, src),
-            }
-        )
-    if args.vararg:
-        out.append(
-            {
-                "name": args.vararg.arg,
-                "kind": "var_positional",
-                "default": None,
-                "annotation": _text(args.vararg.annotation, src),
-            }
-        )
-    for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=False):
-        out.append(
-            {
-                "name": a.arg,
-                "kind": "keyword_only",
-                "default": _text(d, src),
-                "annotation": _text(a.annotation, src),
-            }
-        )
-    if args.kwarg:
-        out.append(
-            {
-                "name": args.kwarg.arg,
-                "kind": "var_keyword",
-                "default": None,
-                "annotation": _text(args.kwarg.annotation, src),
-            }
-        )
-    return out
+    return params_of(args, drop_self=False, text=lambda node: _text(node, src))
 
 
 @dataclass(slots=True)
@@ -1308,6 +1263,10 @@ class _ModuleExtractor:
                     and is_dict_of_me(f.value)
                 ):
                     ci.dynamic = ci.dynamic or f"updates {me}.__dict__ in {fn.name}"
+        # ``store`` calls itself through its closure cell: a reference cycle
+        # that would keep this method's whole subtree alive until a cyclic
+        # collection (most of every parse tree, during a build)
+        del store
 
     def _dataclass_fields(
         self, node: ast.ClassDef, ci: ClassInfo
@@ -2950,13 +2909,6 @@ class PackageModel:
 _MIN_SUGGEST_SCORE = 0.5
 
 
-def _is_test_path(dotted: str) -> bool:
-    return any(
-        p in ("tests", "test", "testing", "conftest") or p.startswith("test_")
-        for p in dotted.split(".")
-    )
-
-
 def _extract_files(root: str, package: str, rels: list[str]) -> list[ModuleInfo]:
     """Read, parse and extract files (a process-pool worker in ``build``)."""
     out: list[ModuleInfo] = []
@@ -3064,7 +3016,7 @@ class _SuggestIndex:
         self.by_token: dict[str, list[int]] = defaultdict(list)
         seen: set[str] = set()
         for dotted in model.all_symbols():
-            if dotted in seen or _is_test_path(dotted):
+            if dotted in seen or is_test_module(dotted):
                 continue
             seen.add(dotted)
             parent, _, name = dotted.rpartition(".")

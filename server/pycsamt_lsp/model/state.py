@@ -29,6 +29,7 @@ from pycsamt_lsp.model.package import (
     module_name_for,
     package_dir,
 )
+from pycsamt_lsp.storage.atomic import atomic_write
 
 __all__ = ["MODEL_FILE", "load_model", "module_files", "process_file", "save_model"]
 
@@ -99,10 +100,8 @@ def sha_hex(data: bytes) -> str:
 
 def save_model(index_dir: Path, model: PackageModel, shas: dict[str, str]) -> None:
     """Write ``package_model.json`` atomically (temp file + rename)."""
-    from pycsamt_lsp.index.store import _atomic_write
-
     doc = {"model": model.to_dict(), "shas": shas}
-    _atomic_write(
+    atomic_write(
         index_dir / MODEL_FILE, lambda fh: fh.write(json.dumps(doc).encode("utf-8"))
     )
 

@@ -34,6 +34,7 @@ import numpy as np
 import pycsamt_lsp.search.dense.minilm as minilm
 from pycsamt_lsp.errors import EmbeddingError
 from pycsamt_lsp.index.tokenize import tokenize
+from pycsamt_lsp.text.secrets import scrub
 
 __all__ = [
     "DEFAULT_OPENAI_EMBED_MODEL",
@@ -62,13 +63,6 @@ def l2_normalize(mat: Any) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
     return (m / norms).astype(np.float32, copy=False)
-
-
-def scrub(text: str, secret: str | None) -> str:
-    """*text* with *secret* (an API key) masked, and kept short."""
-    if secret:
-        text = text.replace(secret, "***")
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 @runtime_checkable

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from pycsamt_lsp.search.dense.backends import (
     EmbeddingError,
     l2_normalize,
 )
+from pycsamt_lsp.storage.atomic import atomic_write, atomic_write_text
 
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
@@ -78,28 +77,19 @@ def save_store(index_dir: Path, store: EmbeddingStore) -> Path:
     """Write ``embeddings.npz`` atomically (temporary file + rename)."""
     index_dir.mkdir(parents=True, exist_ok=True)
     path = index_dir / VECTOR_FILENAME
-    fd, tmp = tempfile.mkstemp(dir=index_dir, prefix=f".{VECTOR_FILENAME}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(
-                fh,
-                model=np.array(store.model),
-                fingerprint=np.array(store.fingerprint),
-                created=np.array(store.created),
-                ids=np.array(store.ids, dtype=str),
-                paths=np.array(store.paths, dtype=str),
-                file_sha=np.array(store.file_sha, dtype=str),
-                vectors=np.asarray(store.vectors, np.float32),
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(
+        path,
+        lambda fh: np.savez(
+            fh,
+            model=np.array(store.model),
+            fingerprint=np.array(store.fingerprint),
+            created=np.array(store.created),
+            ids=np.array(store.ids, dtype=str),
+            paths=np.array(store.paths, dtype=str),
+            file_sha=np.array(store.file_sha, dtype=str),
+            vectors=np.asarray(store.vectors, np.float32),
+        ),
+    )
     return path
 
 
@@ -160,17 +150,10 @@ def _patch_manifest(index_dir: Path, extra: dict[str, Any]) -> None:
     if not isinstance(manifest, dict):
         return
     manifest.update(extra)
-    fd, tmp = tempfile.mkstemp(dir=index_dir, prefix=".manifest.json.")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(json.dumps(manifest, indent=2).encode())
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(manifest, indent=2))
     except OSError as exc:
         log.warning("could not record the embeddings in the manifest: %s", exc)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def build_embeddings(

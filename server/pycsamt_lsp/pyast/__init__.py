@@ -1,0 +1,1 @@
+"""Static Python analysis shared by features: parsed, never imported."""

@@ -1,0 +1,1 @@
+"""Writing index files safely."""

@@ -1,0 +1,50 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half.
+
+Why one module: the index store, the package model, the dense vectors and
+the PDF text cache each wrote "temp file + rename" by hand, and two of them
+skipped ``fsync`` (after a crash the rename could land before the data) or
+left the temp file behind on failure. Here the data is flushed and synced
+before ``os.replace``, and the temp file is removed whatever goes wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text"]
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Replace *path* with what ``write(fh)`` writes to a binary file handle.
+
+    The temp file sits next to *path* (same file system, so the rename is
+    atomic) and is named ``.<name>.*`` so directory listings skip it.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace *path* with *data*."""
+    atomic_write(path, lambda fh: fh.write(data))
+
+
+def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Replace *path* with *text* in *encoding*."""
+    atomic_write_bytes(path, text.encode(encoding))

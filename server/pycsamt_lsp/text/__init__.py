@@ -1,0 +1,1 @@
+"""Text concepts shared by every feature: identifiers, markup, secrets."""

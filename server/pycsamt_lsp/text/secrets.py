@@ -1,0 +1,106 @@
+"""Secret masking: the one list of credential shapes, and two ways to apply it.
+
+Why one module: three scrubbers used to exist and disagreed (the dense
+backend's did not mask ``sk-`` keys at all). Every pattern any of them
+masked is here, so a key shape added once is masked everywhere:
+
+* :func:`mask_secrets` masks source, config and docs shown to a developer
+  (line by line: ``name = value`` assignments of secret-looking names, known
+  token shapes, private-key blocks) and says how many lines changed;
+* :func:`scrub` cleans one error message shown to a user (the caller's own
+  key, every known token shape, then a length cap).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SCRUB_LIMIT", "VALUE_PATTERNS", "mask_secrets", "scrub"]
+
+#: A message shown to the user is cut to this many characters.
+SCRUB_LIMIT = 300
+
+_SECRET_NAME = (
+    r"(?:api[_-]?key|apikey|secret|passw(?:or)?d|pwd|tokens?|credentials?"
+    r"|private[_-]?key|access[_-]?key|auth|authorization)"
+)
+_ASSIGN = re.compile(
+    r"(?P<name>(?P<q>[\"']?)\b[A-Za-z0-9_.-]*?"
+    + _SECRET_NAME
+    + r"(?:[_-][A-Za-z0-9_]*)?\b(?P=q))"
+    r"(?P<sep>[ \t]*(?::(?!:)|=>|=(?!=))[ \t]*)"
+    r"(?P<val>[rRbBfFuU]{0,2}(?P<vq>\"\"\"|'''|\"|')(?:(?!(?P=vq)).)*(?P=vq)?"
+    r"|[^\s,;)\]}#]+)",
+    re.I,
+)
+_KEEP_BARE = frozenset(
+    {"none", "null", "nil", "true", "false", "...", "undefined", "~"}
+)
+
+#: Token shapes masked wherever they appear: ``(pattern, replacement)``.
+VALUE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{8,}"), "sk-***"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "***"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 ***"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), "***"),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "***"),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), "***"),
+    (re.compile(r"(?<=://)([^/\s:@]+):[^/\s@]+@"), r"\1:***@"),
+)
+# An OpenAI-shaped key glued to other text ("...key:sk-..." or "task-sk-...");
+# error messages are masked eagerly, shown code is not (``task-abc`` is code).
+_SK_ANYWHERE = re.compile(r"sk-[A-Za-z0-9_\-]{8,}")
+_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+
+
+def _mask_value(m: re.Match[str], python: bool) -> str:
+    val = m.group("val")
+    if m.group("vq"):
+        inner = val.lstrip("rRbBfFuU")[len(m.group("vq")) :]
+        if inner in ("", m.group("vq")):
+            return m.group(0)  # an empty string literal hides nothing
+        return f'{m.group("name")}{m.group("sep")}"***"'
+    if val.lower() in _KEEP_BARE or re.fullmatch(r"[-+]?\d[\d_.]*", val):
+        return m.group(0)
+    if val.lower() in ("bearer", "basic"):
+        return m.group(0)  # an auth scheme: the credential after it is masked below
+    if python and re.match(r"[A-Za-z_(\[{]", val):
+        return m.group(0)  # a variable, call or annotation in code, not a literal
+    return f"{m.group('name')}{m.group('sep')}***"
+
+
+def _mask_tokens(text: str) -> str:
+    for pat, rep in VALUE_PATTERNS:
+        text = pat.sub(rep, text)
+    return text
+
+
+def mask_secrets(text: str, *, python: bool = True) -> tuple[str, int]:
+    """Mask credential values in *text*; return ``(masked text, lines masked)``.
+
+    The name is kept (so the reader still sees *that* a key is set there) and
+    the value becomes ``***``. In Python, a bare identifier or call after the
+    name is code (``api_key=api_key``, ``token: str``) and is kept; in config
+    and docs any non-trivial value is masked.
+    """
+    out, masked, in_key = [], 0, False
+    for line in text.split("\n"):
+        new = line
+        if in_key or _KEY_BLOCK.search(line):
+            in_key = "-----END" not in line
+            new = "*** (private key material masked)"
+        else:
+            new = _ASSIGN.sub(lambda m: _mask_value(m, python), new)
+            new = _mask_tokens(new)
+        masked += new != line
+        out.append(new)
+    return "\n".join(out), masked
+
+
+def scrub(text: str, secret: str | None = None, *, limit: int = SCRUB_LIMIT) -> str:
+    """*text* with *secret* (the caller's API key) and every token shape masked,
+    cut to *limit* characters: a failure reason safe to show and to log."""
+    if secret:
+        text = text.replace(secret, "***")
+    text = _SK_ANYWHERE.sub("sk-***", _mask_tokens(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,62 @@
+"""One atomic writer (temp file + fsync + rename) for every index file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pycsamt_lsp.storage import atomic
+from pycsamt_lsp.storage.atomic import (
+    atomic_write,
+    atomic_write_bytes,
+    atomic_write_text,
+)
+
+
+def test_writes_replace_the_file(tmp_path: Path):
+    p = tmp_path / "f.json"
+    atomic_write_text(p, "one")
+    atomic_write_bytes(p, b"two")
+    assert p.read_bytes() == b"two"
+    assert [x.name for x in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_data_is_synced_before_the_rename(tmp_path: Path, monkeypatch):
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(
+        atomic.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1]
+    )
+    monkeypatch.setattr(
+        atomic.os,
+        "replace",
+        lambda a, b: (events.append("replace"), real_replace(a, b))[1],
+    )
+    atomic_write_text(tmp_path / "x", "data")
+    assert events == ["fsync", "replace"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"old")
+
+    def boom(fh):
+        fh.write(b"half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        atomic_write(p, boom)
+    assert p.read_bytes() == b"old"
+    assert [x.name for x in tmp_path.iterdir()] == ["f.bin"]
+
+
+def test_no_other_module_writes_temp_files_by_hand():
+    pkg = Path(atomic.__file__).resolve().parents[1]
+    hand = [
+        str(f.relative_to(pkg))
+        for f in pkg.rglob("*.py")
+        if f.name != "atomic.py" and "os.replace(" in f.read_text(encoding="utf-8")
+    ]
+    assert hand == []
