@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pycsamt_lsp.answer.ask import query_dense
-from pycsamt_lsp.answer.context import answer_question
+from pycsamt_lsp.answer.route import routed_answer
 from pycsamt_lsp.commands.args import (
     AskArgs,
     EvalArgs,
@@ -78,8 +78,8 @@ def validate(ws: Workspace, a: ValidateArgs) -> Result:
 
 
 def ask(ws: Workspace, a: AskArgs) -> Result:
-    """``pycsamt.ask``: a grounded answer (see :mod:`pycsamt_lsp.answer.context`)."""
-    return answer_question(ws, a.question, k=a.k, dense=a.dense)
+    """``pycsamt.ask``: routed, then answered (see :mod:`pycsamt_lsp.answer.route`)."""
+    return routed_answer(ws, a.question, k=a.k, dense=a.dense)
 
 
 def search(ws: Workspace, a: SearchSourceArgs) -> Result:
