@@ -210,17 +210,16 @@ def api_cards_for(
         ):
             continue
         seen.add(c.symbol)
-        card = None
+        found = None
         try:
-            card = card_for(ws, c.symbol)
+            found = card_for(ws, c.symbol)
         except Exception as exc:  # noqa: BLE001 - a card never breaks an answer
             log.debug("card_for(%s) failed: %s", c.symbol, exc)
-        if card is not None and hasattr(card, "to_dict"):
-            card = card.to_dict()
-        if isinstance(card, dict):
-            card = {"symbol": c.symbol, **card}
-        else:
-            card = _card_from_chunk(c)
+        card = (
+            {"symbol": c.symbol, **found.to_dict()}
+            if found is not None
+            else _card_from_chunk(c)
+        )
         if card:
             cards.append(card)
         if len(cards) >= limit:

@@ -100,7 +100,7 @@ def card_for_resolution(
             uri = ws.uri_of(res.path)
         except (OSError, ValueError):
             uri = None
-    common = {
+    common: dict[str, Any] = {
         "name": res.dotted,
         "qualname": target,
         "kind": kind,

@@ -155,10 +155,10 @@ def _parse_numpy(lines: list[str]) -> DocInfo | None:
                     params.setdefault(n, (typ, text))
     ret_type, ret = None, ""
     for name in ("returns", "yields", "return"):
-        body = sections.get(name)
-        if not body:
+        ret_body = sections.get(name)
+        if not ret_body:
             continue
-        entries = _numpy_entries(body)
+        entries = _numpy_entries(ret_body)
         if entries:
             head, typ, desc = entries[0]
             # "name : type" or just "type"

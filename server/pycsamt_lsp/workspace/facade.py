@@ -249,7 +249,7 @@ class Workspace:
             per_file, skipped, model, counts = self._chunk_files(
                 entries, contents, progress, model_only
             )
-            self.package_model.set(model, model_shas)
+            self.package_model.hold(model, model_shas)
             for rel in skips.too_large:
                 skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
             for rel in skips.unreadable:
@@ -367,11 +367,12 @@ class Workspace:
                     self.persist()
             else:
                 action = "load"
+            pub = self.require_published()
             return {
                 "action": action,
-                "n_chunks": self.snapshot.n_chunks,
-                "n_files": len(self.snapshot.files),
-                "fingerprint": self.snapshot.fingerprint,
+                "n_chunks": pub.snapshot.n_chunks,
+                "n_files": len(pub.snapshot.files),
+                "fingerprint": pub.snapshot.fingerprint,
                 "update": update,
                 "seconds": round(time.perf_counter() - t0, 3),
             }
@@ -579,8 +580,8 @@ class Workspace:
             )
         except Exception:  # noqa: BLE001 - ranking must never break diagnostics
             return candidates
-        retrieved = [
-            snap.table.symbols[h.slot] for h in hits if snap.table.symbols[h.slot]
+        retrieved: list[str] = [
+            sym for h in hits if (sym := snap.table.symbols[h.slot])
         ]
 
         def target(name: str) -> tuple[str, int] | None:

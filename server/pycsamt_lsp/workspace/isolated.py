@@ -124,7 +124,7 @@ class ChildBuild:
     def cancel(self) -> None:
         """Stop a build process still running, with its workers."""
         proc = self._child
-        if proc is None or not proc.is_alive():
+        if proc is None or proc.pid is None or not proc.is_alive():
             return
         self.cancelled = True
         try:

@@ -58,7 +58,7 @@ class ModelService:
         self.shas: dict[str, str] = {}
         self.dirty = False
 
-    def set(self, model: PackageModel, shas: dict[str, str]) -> None:
+    def hold(self, model: PackageModel, shas: dict[str, str]) -> None:
         """Hold *model* (made from modules with these content hashes), unsaved."""
         profile = self.profile  # not self: the model must not point back here
         model.suggest_demote = lambda rel: not profile.should_index(rel)
@@ -81,7 +81,7 @@ class ModelService:
                 files,
                 workers=self.workers,
             )
-            self.set(model, shas)
+            self.hold(model, shas)
             self.dirty = changed
             model.prepare()
             if self.long_lived:
@@ -115,7 +115,7 @@ class ModelService:
         got = apply_updates(self.model, self.shas, updates)
         if got is None:
             return False
-        self.set(*got)
+        self.hold(*got)
         return True
 
     def unindexed_updates(self, rels: set[str] | None) -> list[ModelUpdate]:
@@ -124,13 +124,11 @@ class ModelService:
         if self.model is None:
             return []
         pkg = self.profile.package + "/"
+        files: dict[str, Path] | None = None
         if rels is None:
-            files: dict[str, Path] | None = module_files(
-                self.root, self.profile.package
-            )
+            files = module_files(self.root, self.profile.package)
             cands = set(files) | set(self.shas)
         else:
-            files = None
             cands = {r for r in rels if r.startswith(pkg)}
         updates: list[ModelUpdate] = []
         for rel in sorted(cands):

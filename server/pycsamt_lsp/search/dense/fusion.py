@@ -119,14 +119,14 @@ def dense_ranking(
     kind_ok = set(kinds) if kinds else None
     valid = np.zeros(len(store.ids), bool)
     for i, cid in enumerate(store.ids):
-        s = live.get(cid)
-        if s is None:
+        slot = live.get(cid)
+        if slot is None:
             continue
         rel = store.paths[i]
         entry = snap.files.get(rel)
         if entry is None or entry[0] != store.file_sha[i]:
             continue  # the file changed since it was embedded
-        if kind_ok is not None and table.kinds[s] not in kind_ok:
+        if kind_ok is not None and table.kinds[slot] not in kind_ok:
             continue
         valid[i] = True
     cos = store.vectors @ q
@@ -186,7 +186,7 @@ def dense_query(
     cosine = dict(ranked)
     fused = rrf_fuse([bm_ids, dense_ids])
     by_id = {r["id"]: r for r in bm_results}
-    results = []
+    results: list[dict[str, Any]] = []
     for cid in fused_order(fused):
         if len(results) >= k:
             break
