@@ -278,7 +278,8 @@ def search(
     depth = k if not per_file else min(len(s), k * 4 + 50)
     # confidence (DESIGN 5) reads the seed's s_max, not the stages' scores
     info["top_score"] = float(s.max())
-    s = apply_stages(snap, aux.stages, query, idx, base[idx], s, disable, depth)
+    mine = aux.wf_code[idx] == aux.wf_ids[wf] if wf in aux.wf_ids else None
+    s = apply_stages(snap, aux.stages, query, idx, base[idx], s, disable, depth, mine)
     info["n_candidates"] = len(idx)
     if depth < len(s):
         kth = np.partition(-s, depth - 1)[depth - 1] if depth else -np.inf

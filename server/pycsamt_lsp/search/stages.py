@@ -35,6 +35,14 @@ the symbol's own name counts no more than any word of its body. The stages:
     docstring scored above its best own symbol goes just below it
     (:data:`MODULE_FACTOR` of that symbol's score): the module is context,
     the symbol is what the user calls.
+``workflow_keep``
+    When the query has a workflow and none of the best :data:`KEEP_DEPTH`
+    chunks carries it, the best-scored chunk of that workflow is lifted to
+    just above the :data:`KEEP_DEPTH`-th score; likewise the best prose
+    chunk that has a workflow when no such prose is left among them. The stages above promote code,
+    which seldom carries a workflow, and must not push the workflow's own
+    guidance out of the first page. It acts on scores, not on the cut at
+    *k*, so a longer list starts with the shorter one.
 ``file_cap``
     The per-file cap counts code and prose apart: one file contributes at
     most ``per_file`` prose chunks but ``per_file + 1`` code chunks, since
@@ -69,18 +77,27 @@ __all__ = [
 ]
 
 #: Stages after the seed's composition, in the order they run.
-STAGES = ("field_bm25", "inherit", "module_inherit", "code_first", "file_cap")
+STAGES = (
+    "field_bm25",
+    "inherit",
+    "module_inherit",
+    "code_first",
+    "workflow_keep",
+    "file_cap",
+)
 FIELD_WEIGHT = 1.0
-INHERIT_SHARE = 0.35
+INHERIT_SHARE = 0.15
 #: How many prose candidates pass their evidence on.
 INHERIT_TOP = 5
-MODULE_SHARE = 0.2
+MODULE_SHARE = 0.35
 MODULE_FACTOR = 0.85
 #: How many module docstrings (the best scored) pass evidence to their symbols.
 INHERIT_MODULES = 8
 #: The stages re-weigh this many of the best seed candidates (more when asked
 #: for a deeper list).
 STAGE_POOL = 300
+#: workflow_keep: the query's workflow appears among this many best chunks.
+KEEP_DEPTH = 10
 PROSE_FACTOR = 0.6
 PROSE_KINDS = frozenset({"recipe", "doc_section"})
 _HOWTO = re.compile(
@@ -111,6 +128,7 @@ class StageAux:
     code: np.ndarray  # bool: a code chunk (symbol / method)
     prose: np.ndarray  # bool: recipe / doc section
     module_doc: np.ndarray  # bool
+    workflow: np.ndarray  # bool: the chunk has a workflow
     module_children: Mapping[int, np.ndarray]  # module_doc slot -> symbol slots
     _names: _Resolver | None = None
     _named: dict[int, np.ndarray] = field(default_factory=dict)
@@ -143,6 +161,7 @@ class StageAux:
             code=code,
             prose=prose,
             module_doc=module_doc,
+            workflow=np.array([w is not None for w in t.workflows], bool) & alive,
             module_children={k: np.array(v, np.int64) for k, v in children.items()},
         )
 
@@ -235,6 +254,7 @@ def apply_stages(
     s: np.ndarray,
     disable: Collection[str],
     depth: int = 0,
+    in_workflow: np.ndarray | None = None,
 ) -> np.ndarray:
     """The candidates' scores after every enabled stage (*s* is the seed's).
 
@@ -243,21 +263,51 @@ def apply_stages(
     stages re-weigh the best :data:`STAGE_POOL` seed candidates (at least
     *depth*); the rest keep their seed score, scaled like prose when they are
     prose, so nothing outside the pool can overtake what the stages demoted.
+    *in_workflow* (aligned with *idx*) marks the chunks of the query's
+    workflow, for ``workflow_keep``.
     """
     on = [x for x in STAGES[:-1] if x not in disable]
     if not on or not len(idx):
         return s
+    out = _rescore(snap, st, query, idx, base, s, on, depth, PROSE_FACTOR)
+    if "workflow_keep" in on:
+        if in_workflow is not None:
+            out = _keep_one(out, in_workflow)
+        out = _keep_one(out, st.prose[idx] & st.workflow[idx])
+    return out
+
+
+def _keep_one(s: np.ndarray, mine: np.ndarray) -> np.ndarray:
+    """*s* with the best of *mine* among the :data:`KEEP_DEPTH` best."""
+    if len(s) <= KEEP_DEPTH or not mine.any():
+        return s
+    kth = np.partition(-s, KEEP_DEPTH - 1)[KEEP_DEPTH - 1]
+    if (mine & (-s <= kth)).any():
+        return s
+    j = np.flatnonzero(mine)[np.argmax(s[mine])]
+    out = s.copy()
+    out[j] = -kth * (1.0 + 1e-9)
+    return out
+
+
+def _rescore(
+    snap: Snapshot,
+    st: StageAux,
+    query: str,
+    idx: np.ndarray,
+    base: np.ndarray,
+    s: np.ndarray,
+    on: Sequence[str],
+    depth: int,
+    pf: float,
+) -> np.ndarray:
     pool = max(STAGE_POOL, depth)
     if len(idx) > pool:
         top = np.sort(np.argpartition(-s, pool - 1)[:pool])
-        out = (
-            s * np.where(st.prose[idx], PROSE_FACTOR, 1.0)
-            if "code_first" in on
-            else s.copy()
-        )
-        out[top] = _stages(snap, st, query, idx[top], base[top], s[top], on)
+        out = s * np.where(st.prose[idx], pf, 1.0) if "code_first" in on else s.copy()
+        out[top] = _stages(snap, st, query, idx[top], base[top], s[top], on, pf)
         return out
-    return _stages(snap, st, query, idx, base, s, on)
+    return _stages(snap, st, query, idx, base, s, on, pf)
 
 
 def _stages(
@@ -268,6 +318,7 @@ def _stages(
     base: np.ndarray,
     s: np.ndarray,
     on: Sequence[str],
+    pf: float,
 ) -> np.ndarray:
     if "field_bm25" in on:
         names = st.names.scores(tokenize(query), idx)
@@ -277,7 +328,7 @@ def _stages(
     if "inherit" in on or "module_inherit" in on:
         s = _inherit(snap, st, idx, s, "inherit" in on, "module_inherit" in on)
     if "code_first" in on:
-        s = _code_first(st, query, idx, s)
+        s = _code_first(st, query, idx, s, pf)
     return s
 
 
@@ -342,9 +393,11 @@ def _inherit(
     return s + bonus
 
 
-def _code_first(st: StageAux, query: str, idx: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _code_first(
+    st: StageAux, query: str, idx: np.ndarray, s: np.ndarray, pf: float
+) -> np.ndarray:
     prose = st.prose[idx]
-    out = s * np.where(prose, PROSE_FACTOR, 1.0)
+    out = s * np.where(prose, pf, 1.0)
     if prose.any() and is_howto(query):
         lead = np.flatnonzero(prose)[np.argmax(s[prose])]
         out[lead] = s[lead]
@@ -377,9 +430,16 @@ def diversify(
 ) -> list[int]:
     """At most *per_file* results from one file, unless too few files match.
 
-    With *split* (stage ``file_cap``) code chunks of one file may take one
-    more place than prose chunks of it. Scores are untouched; only the
-    selection changes, so one long document cannot fill the whole list.
+        With *split* (stage ``workflow_keep``
+        When the query has a workflow and none of the best :data:`KEEP_DEPTH`
+        chunks carries it, the best-scored chunk of that workflow is lifted to
+        just above the :data:`KEEP_DEPTH`-th score: the stages above promote code,
+        which seldom carries a workflow, and must not push the workflow's own
+        guidance out of the first page. It acts on scores, not on the cut at
+        *k*, so a longer list starts with the shorter one.
+    ``file_cap``) code chunks of one file may take one
+        more place than prose chunks of it. Scores are untouched; only the
+        selection changes, so one long document cannot fill the whole list.
     """
     taken: list[int] = []
     spill: list[int] = []
