@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycsamt_lsp.evals.metrics import METRICS
+from pycsamt_lsp.evals.routing_metrics import format_routing
 
 __all__ = ["format_report"]
 
@@ -163,6 +164,7 @@ def format_report(report: Mapping[str, Any], *, max_failures: int = 30) -> str:
         lines.append("cells: value (n records scored); pollution n = hits")
         lines += _run_notes(report["overall"])
         lines += _failures(report["overall"], max_failures)
+        lines += format_routing(report)
     else:
         lines.append(f"Retrieval eval at k={k}")
         lines += _table(headers, [_metric_row("records", report)])

@@ -16,6 +16,7 @@ from typing import Any
 from pycsamt_lsp import __version__
 from pycsamt_lsp.errors import ArgumentError
 from pycsamt_lsp.evals.reproducibility import reproducibility
+from pycsamt_lsp.evals.routing_metrics import add_workspace_routing
 from pycsamt_lsp.evals.run import ablation, evaluate_suites
 from pycsamt_lsp.evals.suites import default_suite_paths
 from pycsamt_lsp.workspace.facade import Workspace
@@ -78,6 +79,7 @@ def run_eval(
             k=k,
             is_test_path=ws.profile.is_test_path,
         )
+        add_workspace_routing(report, ws, paths)  # intent / workflow / line (issue 15)
     stats = ws.stats()
     report["reproducibility"] = reproducibility(
         tool_version=__version__,
