@@ -34,6 +34,9 @@ InferWorkflow = Callable[[str], "str | None"]
 #: Metric names, in report order.
 METRICS: tuple[str, ...] = (
     "symbol_recall",
+    "hit_at_k",
+    "mrr_at_k",
+    "ndcg_at_10",
     "workflow_accuracy",
     "workflow_in_topk",
     "no_test_in_topk",
@@ -152,6 +155,30 @@ def _mean(xs: Sequence[float]) -> float | None:
 # -- scoring ------------------------------------------------------------------
 
 
+def _rank_metrics(
+    hits: Sequence[Hit], expected: Sequence[str]
+) -> tuple[bool | None, float | None, float | None]:
+    """``(hit@k, reciprocal rank@k, nDCG@10)`` of the expected symbols.
+
+    Matching is exact, as for the recall. A hit is a rank holding an expected
+    symbol (each expected symbol counts once, at its first rank); nDCG uses
+    binary gains, the ideal list putting every expected symbol first. All
+    ``None`` for a record without expected symbols.
+    """
+    if not expected:
+        return None, None, None
+    want = set(expected)
+    ranks: list[int] = []
+    for i, h in enumerate(hits, 1):
+        sym = _field(h, "symbol")
+        if sym in want:
+            want.discard(sym)
+            ranks.append(i)
+    dcg = sum(1.0 / math.log2(r + 1) for r in ranks if r <= 10)
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(expected), 10) + 1))
+    return bool(ranks), (1.0 / ranks[0] if ranks else 0.0), dcg / ideal
+
+
 def score_record(
     rec: Mapping[str, Any],
     retrieve: Retrieve,
@@ -183,6 +210,7 @@ def score_record(
         got = set(symbols)
         missing = [s for s in exp_syms if s not in got]
         recall = (len(exp_syms) - len(missing)) / len(exp_syms)
+    hit, rr, ndcg = _rank_metrics(hits, exp_syms)
 
     # workflow accuracy: the classifier on the subject of the request
     exp_wf = rec.get("expected_workflow")
@@ -212,6 +240,9 @@ def score_record(
         "workflow_correct": wf_correct,
         "workflow_in_topk": in_topk,
         "symbol_recall": recall,
+        "hit_at_k": hit,
+        "mrr_at_k": rr,
+        "ndcg_at_10": ndcg,
         "missing_symbols": missing,
         "retrieved_workflows": sorted(set(workflows)),
         "retrieved_symbols_top5": symbols[:5],
@@ -235,6 +266,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
         return _mean([float(x) for x in flags])
 
     recalls = [r["symbol_recall"] for r in rows if r["symbol_recall"] is not None]
+    ranked = [r for r in rows if r.get("mrr_at_k") is not None]
     wf_ok = [r["workflow_correct"] for r in rows if r["workflow_correct"] is not None]
     wf_topk = [r["workflow_in_topk"] for r in rows if r["workflow_in_topk"] is not None]
     n_hits = sum(r["n_hits"] for r in rows)
@@ -250,6 +282,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     ]
     metrics: dict[str, Any] = {
         "symbol_recall": _mean(recalls),
+        "hit_at_k": frac([r["hit_at_k"] for r in ranked]),
+        "mrr_at_k": _mean([r["mrr_at_k"] for r in ranked]),
+        "ndcg_at_10": _mean([r["ndcg_at_10"] for r in ranked]),
         "workflow_accuracy": frac(wf_ok),
         "workflow_in_topk": frac(wf_topk),
         "no_test_in_topk": frac([not r["test_hits"] for r in rows]),
@@ -259,6 +294,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     }
     counts = {
         "symbol_recall": len(recalls),
+        "hit_at_k": len(ranked),
+        "mrr_at_k": len(ranked),
+        "ndcg_at_10": len(ranked),
         "workflow_accuracy": len(wf_ok),
         "workflow_in_topk": len(wf_topk),
         "no_test_in_topk": len(rows),

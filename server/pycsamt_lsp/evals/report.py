@@ -12,6 +12,9 @@ __all__ = ["format_report"]
 
 _SHORT = {
     "symbol_recall": "sym_recall",
+    "hit_at_k": "hit@k",
+    "mrr_at_k": "mrr@k",
+    "ndcg_at_10": "ndcg@10",
     "workflow_accuracy": "wf_acc",
     "workflow_in_topk": "wf_topk",
     "no_test_in_topk": "no_test",

@@ -15,17 +15,14 @@ from pycsamt_lsp.evals.metrics import (
     score_record,
 )
 from pycsamt_lsp.evals.suites import load_suites
+from pycsamt_lsp.search.retrieval import COMPONENTS
 
 __all__ = ["ABLATION_COMPONENTS", "ablation", "evaluate", "evaluate_suites"]
 
-#: Components the retrieval engine can switch off one at a time.
-ABLATION_COMPONENTS: tuple[str, ...] = (
-    "expansion",
-    "workflow_boost",
-    "priority",
-    "recipe_boost",
-    "symbol_boost",
-)
+#: Components the retrieval engine can switch off one at a time (the seed's,
+#: then the ranking stages of search/stages.py), and ``seed``: every stage
+#: off at once, i.e. the seed's composition alone (DESIGN 5).
+ABLATION_COMPONENTS: tuple[str, ...] = (*COMPONENTS, "seed")
 
 
 def evaluate(

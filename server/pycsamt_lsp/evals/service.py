@@ -19,6 +19,7 @@ from pycsamt_lsp.evals.reproducibility import reproducibility
 from pycsamt_lsp.evals.routing_metrics import add_workspace_routing
 from pycsamt_lsp.evals.run import ablation, evaluate_suites
 from pycsamt_lsp.evals.suites import default_suite_paths
+from pycsamt_lsp.search.stages import STAGES
 from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["PROJECT_ROOT", "run_eval", "suite_paths"]
@@ -44,7 +45,8 @@ def suite_paths(ws: Workspace, suite_dir: str | None) -> list[Path]:
 
 
 def _retriever(ws: Workspace, disabled: str | None) -> Retrieve:
-    disable = (disabled,) if disabled else ()
+    # "seed": every ranking stage off, the seed's composition alone
+    disable = STAGES if disabled == "seed" else (disabled,) if disabled else ()
 
     def retrieve(query: str, k: int) -> list[dict[str, Any]]:
         res = ws.query(query, k, disable=disable, snippets=False)
