@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pycsamt_lsp.convert import structure
 from pycsamt_lsp.errors import ArgumentError
 
 __all__ = [
@@ -224,58 +225,13 @@ def json_type(tp: Any) -> Any:
     return simple.get(tp, "any")
 
 
-def _type_ok(value: Any, tp: Any) -> tuple[bool, Any]:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        for alt in typing.get_args(tp):
-            ok, v = _type_ok(value, alt)
-            if ok:
-                return True, v
-        return False, value
-    if tp is type(None):
-        return value is None, value
-    if tp is Any:
-        return True, value
-    if tp is bool:
-        return isinstance(value, bool), value
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool), value
-    if tp is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return ok, float(value) if ok else value
-    if tp is str:
-        return isinstance(value, str), value
-    if origin is list:
-        (inner,) = typing.get_args(tp) or (Any,)
-        if not isinstance(value, list):
-            return False, value
-        out = []
-        for v in value:
-            ok, v2 = _type_ok(v, inner)
-            if not ok:
-                return False, value
-            out.append(v2)
-        return True, out
-    if origin is dict or tp is dict:
-        return isinstance(value, dict), value
-    return isinstance(value, tp), value
-
-
-def _type_name(tp: Any) -> str:
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
-    if tp is type(None):
-        return "null"
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true/false"}
-    return names.get(tp, getattr(tp, "__name__", str(tp)))
-
-
 def parse_args(cls: type, raw: Any) -> Any:
     """Build the dataclass *cls* from a JSON object, with clear errors.
 
     ``None`` or a missing argument means "all defaults"; a list with one
-    object (how LSP clients pass ``arguments``) is unwrapped. The
-    dataclass's optional ``check()`` then validates values.
+    object (how LSP clients pass ``arguments``) is unwrapped. Validation
+    is :func:`pycsamt_lsp.convert.structure` (strict types, unknown fields
+    refused, then the dataclass's optional ``check()``).
     """
     if isinstance(raw, list):
         if len(raw) > 1:
@@ -289,26 +245,4 @@ def parse_args(cls: type, raw: Any) -> Any:
         raise ArgumentError(
             f"expected a JSON object with named fields, got {type(raw).__name__}"
         )
-    specs = {s.name: s for s in field_specs(cls)}
-    unknown = sorted(set(raw) - set(specs))
-    if unknown:
-        raise ArgumentError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}; expected: {', '.join(specs)}"
-        )
-    values = {}
-    for name, spec in specs.items():
-        if name not in raw:
-            if spec.required:
-                raise ArgumentError(f"missing required field {name!r}")
-            continue
-        ok, v = _type_ok(raw[name], spec.type)
-        if not ok:
-            raise ArgumentError(
-                f"field {name!r} must be {_type_name(spec.type)}, got {raw[name]!r:.60}"
-            )
-        values[name] = v
-    obj = cls(**values)
-    check = getattr(obj, "check", None)
-    if check is not None:
-        check()
-    return obj
+    return structure(cls, raw)

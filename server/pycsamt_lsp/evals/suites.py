@@ -10,20 +10,38 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pycsamt_lsp.convert import structure
 from pycsamt_lsp.errors import SuiteError
 
-__all__ = ["SuiteError", "default_suite_paths", "load_suite", "load_suites"]
+__all__ = [
+    "SuiteError",
+    "SuiteRecord",
+    "default_suite_paths",
+    "load_suite",
+    "load_suites",
+]
 
-_KNOWN_LIST_FIELDS = ("expected_symbols", "must_not_contain")
-_KNOWN_STR_FIELDS = (
-    "expected_workflow",
-    "expected_retrieval_workflow",
-    "expected_intent",
-    "expected_line",
-)
+
+@dataclass
+class SuiteRecord:
+    """The scored fields of a suite record (others are carried, not checked)."""
+
+    query: str = field(
+        metadata={
+            "nonblank": True,
+            "message": "record needs a non-empty string 'query'",
+        }
+    )
+    expected_symbols: list[str] | None = None
+    must_not_contain: list[str] | None = None
+    expected_workflow: str | None = None
+    expected_retrieval_workflow: str | None = None
+    expected_intent: str | None = None
+    expected_line: str | None = None
 
 
 def load_suite(path: str | Path) -> list[dict[str, Any]]:
@@ -58,21 +76,7 @@ def load_suite(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _check_record(rec: Any, where: str) -> None:
-    if not isinstance(rec, dict):
-        raise SuiteError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-    q = rec.get("query")
-    if not isinstance(q, str) or not q.strip():
-        raise SuiteError(f"{where}: record needs a non-empty string 'query'")
-    for name in _KNOWN_LIST_FIELDS:
-        v = rec.get(name)
-        if v is None:
-            continue
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise SuiteError(f"{where}: {name!r} must be a list of strings")
-    for name in _KNOWN_STR_FIELDS:
-        v = rec.get(name)
-        if v is not None and not isinstance(v, str):
-            raise SuiteError(f"{where}: {name!r} must be a string or null")
+    structure(SuiteRecord, rec, unknown="ignore", error=SuiteError, where=f"{where}: ")
 
 
 def load_suites(paths: Iterable[str | Path]) -> dict[str, list[dict[str, Any]]]:
