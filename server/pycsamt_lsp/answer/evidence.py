@@ -23,6 +23,7 @@ from pycsamt_lsp.answer.prose import (
 from pycsamt_lsp.cards.card import card_for
 from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.chunking.python import module_name
+from pycsamt_lsp.corpus.testfiles import is_test_symbol
 
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
@@ -258,7 +259,7 @@ def related_symbols_for(
     for c in code[1:]:
         sym = c.symbol or ""
         leaf = sym.rsplit(".", 1)[-1]
-        if sym in out or sym in shown or leaf.startswith("_") or ".tests." in sym:
+        if sym in out or sym in shown or leaf.startswith("_") or is_test_symbol(sym):
             continue
         out.append(sym)
     return out[:limit]
