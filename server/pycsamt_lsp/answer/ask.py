@@ -38,6 +38,12 @@ def format_ask(res: dict[str, Any]) -> str:
         head += f"  top score: {score:.2f}"
     head += f"  confident: {'yes' if res.get('confident') else 'no'}"
     lines = [head]
+    rt = res.get("route")
+    if rt:  # the routing decision (issue 15)
+        lines.append(
+            f"route: {rt.get('intent')}  workflow: {rt.get('workflow') or '-'}  "
+            f"line: {rt.get('line') or '-'}  scope: {rt.get('scope')}"
+        )
     if res.get("fallback_reason"):
         lines.append(f"fallback: {res['fallback_reason']}")
     if res.get("dense_error"):

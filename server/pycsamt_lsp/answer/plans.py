@@ -579,8 +579,14 @@ def developer_answer(ws: Workspace, question: str, scope: str) -> dict[str, Any]
         f"_Live source search of the checkout at {ws.root}"
         + (" (unit tests included, as asked)" if include_tests else "")
         + "._",
-        "",
     ]
+    terms = res.get("terms") or {}
+    asked = [f"`{t}`" for t in terms.get("identifiers") or []] + list(
+        terms.get("words") or []
+    )
+    if asked:
+        lines.append("Searched for: " + ", ".join(asked) + ".")
+    lines.append("")
     for r in res.get("results", []):
         ev = r.get("evidence") or {}
         sha = ev.get("sha256") or ""
