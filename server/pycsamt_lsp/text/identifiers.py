@@ -23,8 +23,8 @@ __all__ = [
     "GRAMMAR_WORDS",
     "IDENT_PART",
     "STOPWORDS",
-    "is_code_identifier",
     "identifier_parts",
+    "is_code_identifier",
     "split_identifier",
 ]
 
@@ -53,21 +53,26 @@ def is_code_identifier(token: str) -> bool:
     return "_" in token or bool(_CAMEL_BOUNDARY.search(token))
 
 
+def _words(text: str) -> frozenset[str]:
+    """A word list written as one block of text (easier to read and review)."""
+    return frozenset(text.split())
+
+
 #: Words a retrieval query drops: grammar, request phrasing, generic code words.
-STOPWORDS = frozenset(
+STOPWORDS = _words(
     """
     a an the of to for and or in on at by with from is are be do does did how
     what which when where why can could would should i you we my our me it this
     that these those use using used run write get make show please code script
     function class method
-    """.split()
+    """
 )
 
 #: Grammar only: never part of a code name.
-GRAMMAR_WORDS = frozenset(
+GRAMMAR_WORDS = _words(
     """
     a an and are as at be by can could do does did for from has have how i in
     into is it its me my of on or please should tell the their there this to
     was were what when where which who why will with would you your
-    """.split()
+    """
 )
