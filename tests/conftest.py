@@ -14,7 +14,7 @@ from pycsamt_lsp.corpus.profile import load_profile
 # Hypothesis sizes (the LSP fuzz suites): "ci" by default (derandomised, no
 # example database written into the tree), `--hypothesis-profile=nightly`
 # for many more examples.
-settings.register_profile("ci", max_examples=120, derandomize=True, database=None)
+settings.register_profile("ci", max_examples=250, derandomize=True, database=None)
 settings.register_profile("nightly", max_examples=3000)
 settings.load_profile("ci")
 

@@ -70,3 +70,37 @@ def test_completion_context_on_the_lines_that_froze():
     names = ["from pkg.core import (", "    correct_shift,", "    Sta"]
     got = completion_context(names, 2, 7)
     assert (got.kind, got.base, got.prefix) == ("names", "pkg.core", "Sta")
+
+
+def test_alias_guess_on_a_long_line_is_linear():
+    """Hover in a buffer that does not parse reads ``from M import N as |``
+    from the text; the alias pattern was searched with a quadratic regex
+    (12 s on a 20,000-character name, the GIL held throughout). The backward
+    scan gives the regex's answers and returns at once on 200,000."""
+    import re
+
+    from pycsamt_lsp.analysis.buffer import _alias_target, analyze
+
+    def by_regex(before: str) -> str | None:
+        m = re.search(r"([A-Za-z_]\w*)\s+as\s*$", before)
+        return m.group(1) if m else None
+
+    for before in (
+        " correct_shift as",
+        " a,  ShiftAgent  as  ",
+        "9abc as",
+        "éabc as",
+        "as",
+        " as",
+        "abcas",
+        "abc\tas\t",
+        "a.b as",
+        "é as",
+    ):
+        assert _alias_target(before) == by_regex(before), before
+    assert _alias_target(" " + "a" * 200_000 + " xs") is None
+    long = "from pkg.core.shift import " + "a" * 200_000 + " as x)"
+    index = analyze(long + "\n", "pkg")
+    assert not index.parsed
+    ref = index.ref_at(0, len(long) - 1)
+    assert ref is not None and ref.dotted == "pkg.core.shift." + "a" * 200_000

@@ -47,11 +47,17 @@ from test_server import _track_index_state, start  # noqa: F401 - fixtures
 _ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=[sys.executable, "-m", "pycsamt_lsp", "serve"], server_env=_ENV
-    )
+# The real server with an editor budget longer than the client's patience
+# (the test wrapper only sets the budget here): a request that would have
+# been cut by its budget in production is a hang the test reports.
+_ENV["PYCSAMT_TEST_BUDGET"] = "120"
+_ENV["PYTHONPATH"] = os.pathsep.join(
+    [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH", "")]
 )
+_SERVER = [sys.executable, str(Path(__file__).resolve().parent / "lsp_spin_server.py")]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=_SERVER, server_env=_ENV))
 async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()
@@ -112,8 +118,15 @@ _ODD = [
 
 @st.composite
 def _pathological(draw) -> str:
-    kind = draw(st.sampled_from(["nest", "chain", "long", "brackets", "indent"]))
+    kind = draw(
+        st.sampled_from(["nest", "chain", "long", "brackets", "indent", "longname"])
+    )
     n = draw(st.integers(1, 3000))
+    if kind == "longname":  # a snippet with one of its words made huge
+        words = draw(st.sampled_from(_SNIPPETS)).split(" ")
+        i = draw(st.integers(0, len(words) - 1))
+        words[i] = words[i] + "a" * (n * 20)
+        return " ".join(words) + draw(st.sampled_from(["", " as x)", ")", " as", "."]))
     if kind == "nest":
         return "x = " + "(" * n + "1" + ")" * draw(st.integers(0, n))
     if kind == "chain":
@@ -143,6 +156,14 @@ _coord = st.one_of(
     st.sampled_from([1_000_000, HUGE, 2**40, -(2**31), -1]),
 )
 positions = st.tuples(_coord, _coord)
+#: a request point: a raw line and either a raw character or "k characters
+#: before the end of that line" (resolved against the buffer's first text)
+points_st = st.tuples(
+    _coord,
+    st.one_of(
+        _coord.map(lambda c: ("abs", c)), st.integers(0, 6).map(lambda k: ("end", k))
+    ),
+)
 edits = st.one_of(
     st.tuples(positions, positions, _line),  # incremental: range + new text
     buffers.map(lambda text: (None, None, text)),  # whole document
@@ -159,6 +180,7 @@ class Bridge:
         self.client, self.loop = client, loop
         self.examples = 0
         self.requests = 0
+        self.logs_seen = 0
 
     def call(self, coro, timeout: float = TIMEOUT) -> Any:
         fut = asyncio.run_coroutine_threadsafe(
@@ -230,7 +252,12 @@ def _field(obj: Any, key: str) -> Any:
 
 
 def _alive(b: Bridge, good: str) -> None:
-    """Hover on the known document and a query both answer correctly."""
+    """Hover on the known document and a query both answer correctly, and
+    the server logged no internal failure since the last check."""
+    logs = b.client.log_messages[b.logs_seen :]
+    b.logs_seen = len(b.client.log_messages)
+    failures = [m.message[:300] for m in logs if " failed" in m.message]
+    assert not failures, failures
     h = b.request(
         "textDocument/hover",
         {"textDocument": {"uri": good}, "position": {"line": 0, "character": 30}},
@@ -253,6 +280,8 @@ def _exercise(b: Bridge, uri: str, text: str, edit_list, points) -> None:
     _open(b, uri, text)
     for version, e in enumerate(edit_list, start=2):
         _edit(b, uri, version, e)
+    lines = text.split("\n")
+    points = [_resolve(lines, p) for p in points]
     for p in points:
         for method in (
             "textDocument/hover",
@@ -269,6 +298,14 @@ def _exercise(b: Bridge, uri: str, text: str, edit_list, points) -> None:
             },
         )
     b.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+
+def _resolve(lines: list[str], point) -> tuple[int, int]:
+    line, (mode, value) = point
+    if mode == "abs":
+        return line, value
+    text = lines[line] if 0 <= line < len(lines) else ""
+    return line, len(text.encode("utf-16-le", "surrogatepass")) // 2 - value
 
 
 async def _session(client: LanguageClient, tmp_path: Path) -> tuple[Bridge, str]:
@@ -300,7 +337,7 @@ async def test_fuzz_buffers_edits_and_positions(client: LanguageClient, tmp_path
     @given(
         text=buffers,
         edit_list=st.lists(edits, max_size=5),
-        points=st.lists(positions, min_size=1, max_size=8),
+        points=st.lists(points_st, min_size=1, max_size=8),
     )
     def example(text: str, edit_list, points) -> None:
         b.examples += 1
@@ -465,7 +502,14 @@ async def test_fuzz_command_arguments(client: LanguageClient, tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "edit_list", "points"),
-    [],
+    [
+        # CPython's parser raises MemoryError (not SyntaxError) on a long line
+        # of names: diagnostics failed with an empty message
+        (("pkg " * 2000).strip(), [], [(0, ("end", 0))]),
+        # a lone surrogate: the client side must count its UTF-16 units too
+        ("\ud800", [], [(0, ("end", 0))]),
+    ],
+    ids=["parser-memory-error", "lone-surrogate"],
 )
 async def test_regression_buffers(
     client: LanguageClient, tmp_path, text, edit_list, points

@@ -176,6 +176,15 @@ def test_huge_inputs_answer_clearly(raw: RawClient, tmp_path):
         assert len(got["error"]["message"]) > len("pycsamt.validate failed: ")
     else:
         assert got["result"]["syntax_ok"] is False and got["result"]["errors"]
+    # Python's parser raises MemoryError on this line: still a clear answer
+    got = raw.request(
+        "workspace/executeCommand",
+        {"command": "pycsamt.validate", "arguments": [{"code": "pkg " * 2000}]},
+    )
+    if "error" in got:
+        assert "too large or too deeply nested" in got["error"]["message"], got
+    else:
+        assert got["result"]["syntax_ok"] is False
     got = raw.request("workspace/symbol", {"query": "x" * 1_000_000})
     assert "error" not in got
     big = tmp_path / "big.py"

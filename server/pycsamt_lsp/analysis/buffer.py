@@ -14,7 +14,9 @@ own, and :meth:`BufferIndex.ref_at` falls back to reading the dotted word
 under the cursor against the bindings found.
 
 Positions are 0-based lines and code-point columns; the LSP layer converts
-from and to the client's encoding (UTF-16 by default).
+from and to the client's encoding (UTF-16 by default). What the text before
+the cursor asks to complete is :mod:`pycsamt_lsp.analysis.completion`'s
+(re-exported here for the callers that read it with the buffer).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from pycsamt_lsp.analysis.completion import (
+    CompletionContext,
+    completion_context,
+    in_code,
+)
 from pycsamt_lsp.analysis.validate import _Index
 
 __all__ = [
@@ -43,6 +50,7 @@ _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 _WORD = re.compile(r"[A-Za-z_][\w]*")
 _MAX_FRAGMENT_LINES = 25
 _MAX_PATCHES = 8
+_IDENT_ASCII = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
 class Ref(NamedTuple):
@@ -135,7 +143,7 @@ class BufferIndex:
         if not 0 <= line < len(self.lines):
             return None
         text = self.lines[line]
-        if not _in_code(text[:col]):
+        if not in_code(text[:col]):
             return None  # in a comment or a string
         m = re.match(r"^(\s*from\s+)([\w.]+)(\s+import\b)?", text)
         if m:
@@ -192,8 +200,21 @@ class BufferIndex:
 
 
 def _alias_target(before: str) -> str | None:
-    m = re.search(r"([A-Za-z_]\w*)\s+as\s*$", before)
-    return m.group(1) if m else None
+    """The name ``N`` of ``... N as`` ending *before* (what searching
+    ``([A-Za-z_]\\w*)\\s+as\\s*$`` finds, in one backward pass: the search
+    was quadratic on a long word, seconds on one long line)."""
+    head = before.rstrip()
+    if not head.endswith("as"):
+        return None
+    head = head[:-2]
+    if not head or not head[-1].isspace():
+        return None
+    head = head.rstrip()
+    i = len(head)
+    while i > 0 and (head[i - 1].isalnum() or head[i - 1] == "_"):
+        i -= 1
+    first = next((p for p in range(i, len(head)) if head[p] in _IDENT_ASCII), None)
+    return head[first:] if first is not None else None
 
 
 def _segment_ref(
@@ -574,158 +595,6 @@ def _recover_imports(
             break
     for name, b in known.items():
         out.bindings.setdefault(name, b)
-
-
-# --------------------------------------------------------------------------
-# completion contexts
-
-
-@dataclass(frozen=True)
-class CompletionContext:
-    """What the text before the cursor asks to complete.
-
-    ``kind``: ``names`` (``from M import |``: the names of module ``M``),
-    ``modules`` (``import a.b.|`` / ``from a.|``: submodules of ``base``, or
-    the package itself when ``base`` is None) or ``attributes``
-    (``expr.|``: members of the dotted expression ``base``). ``prefix`` is
-    the partial name already typed.
-    """
-
-    kind: str
-    base: str | None
-    prefix: str = ""
-
-
-# Every repetition below is possessive (``*+``, ``++``) or atomic, so no
-# pattern can backtrack into a word it already matched: each runs in time
-# linear in the line.  An ordinary line such as ``for station in survey
-# stations:`` used to take seconds in ``_NAMES_LINE`` (nested ``\w+`` under an
-# optional separator), and ``re`` holds the GIL while it backtracks, which
-# froze every other request of the server.
-_FROM_IMPORT = re.compile(
-    r"^\s*+from\s+(\.*+[\w.]*?)\s++import\s++\(?+\s*+"
-    r"(?:\w++(?:\s++as\s++\w++)?+\s*+,\s*+)*+(\w*+)$"
-)
-_FROM_OPEN = re.compile(r"^\s*+from\s+(\.*+[\w.]*?)\s++import\s*+\(")
-_FROM_MODULE = re.compile(r"^\s*+from\s++(\.*+(?:\w++\s*+\.\s*+)*+)(\w*+)$")
-_IMPORT_MODULE = re.compile(
-    r"^\s*+import\s++(?:[\w.]++(?:\s++as\s++\w++)?+\s*+,\s*+)*+"
-    r"((?:\w++\s*+\.\s*+)*+)(\w*+)$"
-)
-# a line that continues ``from M import (a, b as c,``: the prefix being typed
-# and the earlier lines of the parenthesised list
-_NAMES_PREFIX = re.compile(r"\s*+(?:\w++(?:\s++as\s++\w++)?+\s*+,\s*+)*+(\w*+)")
-_NAMES_LINE = re.compile(r"\s*+(?:\w++(?:\s++as\s++\w++)?+\s*+,?+\s*+)*+(?:#.*)?")
-_IDENT_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-
-
-def _is_word(ch: str) -> bool:
-    """``re``'s ``\\w`` for one character (letters, digits, underscore)."""
-    return ch.isalnum() or ch == "_"
-
-
-def _attribute_chain(prefix: str) -> tuple[int, str, str] | None:
-    """The dotted chain ``a.b.c.par`` that ends *prefix*: ``(start, chain,
-    partial)``, the same answer as searching
-    ``((?:[A-Za-z_]\\w*\\s*\\.\\s*)+)(\\w*)$`` but in one backward pass (the
-    search was quadratic on a long chain: seconds on a 16 KB line)."""
-    i = len(prefix)
-    while i > 0 and _is_word(prefix[i - 1]):
-        i -= 1
-    start = None
-    j = i
-    while True:
-        k = j
-        while k > 0 and prefix[k - 1].isspace():
-            k -= 1
-        if k == 0 or prefix[k - 1] != ".":
-            break
-        k -= 1
-        while k > 0 and prefix[k - 1].isspace():
-            k -= 1
-        end = k
-        while k > 0 and _is_word(prefix[k - 1]):
-            k -= 1
-        first = next((p for p in range(k, end) if prefix[p] in _IDENT_START), None)
-        if first is None:
-            break
-        start = j = first
-        if first > k:
-            break
-    if start is None:
-        return None
-    return start, prefix[start:i], prefix[i:]
-
-
-def _in_code(prefix: str) -> bool:
-    """False inside a string or a comment on this line (a cheap scan)."""
-    quote = ""
-    i = 0
-    while i < len(prefix):
-        ch = prefix[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if prefix.startswith(quote, i):
-                i += len(quote)
-                quote = ""
-                continue
-        elif ch == "#":
-            return False
-        elif ch in "'\"":
-            quote = prefix[i : i + 3] if prefix[i : i + 3] in ('"""', "'''") else ch
-            i += len(quote)
-            continue
-        i += 1
-    return not quote
-
-
-def completion_context(
-    lines: list[str], line: int, col: int
-) -> CompletionContext | None:
-    """The completion asked for at ``(line, col)`` of *lines*, if any."""
-    if not 0 <= line < len(lines):
-        return None
-    prefix = lines[line][:col]
-    if not _in_code(prefix):
-        return None
-    m = _FROM_IMPORT.match(prefix)
-    if m:
-        return CompletionContext("names", m.group(1).replace(" ", ""), m.group(2))
-    m = _FROM_MODULE.match(prefix)
-    if m:
-        base = re.sub(r"\s+", "", m.group(1)).rstrip(".")
-        if not base or set(base) == {"."}:
-            base = m.group(1).strip() or None
-            if base is None:
-                return CompletionContext("modules", None, m.group(2))
-        return CompletionContext("modules", base, m.group(2))
-    m = _IMPORT_MODULE.match(prefix)
-    if m:
-        base = re.sub(r"\s+", "", m.group(1)).rstrip(".") or None
-        return CompletionContext("modules", base, m.group(2))
-    # inside ``from M import (a,\n b`` over several lines
-    names = _NAMES_PREFIX.fullmatch(prefix)
-    if names:
-        for back in range(line - 1, max(line - 30, -1), -1):
-            prev = lines[back]
-            if ")" in prev:
-                break
-            mo = _FROM_OPEN.match(prev)
-            if mo:
-                return CompletionContext("names", mo.group(1), names.group(1))
-            if not _NAMES_LINE.fullmatch(prev):
-                break
-    chain = _attribute_chain(prefix)
-    if chain:
-        start, dotted, partial = chain
-        before = prefix[:start]
-        if before and (before[-1].isalnum() or before[-1] in "_)]}'\""):
-            return None
-        base = re.sub(r"\s+", "", dotted).rstrip(".")
-        return CompletionContext("attributes", base, partial)
-    return None
 
 
 def absolute_module(module: str, current: str | None) -> str | None:

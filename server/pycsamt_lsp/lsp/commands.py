@@ -21,23 +21,14 @@ from pycsamt_lsp.commands.catalog import build_registry
 from pycsamt_lsp.commands.registry import Command, parse_args
 from pycsamt_lsp.errors import is_argument_error
 from pycsamt_lsp.lsp import indexing
+from pycsamt_lsp.lsp.protocol import describe_error
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
 
-__all__ = ["describe", "register"]
+__all__ = ["register"]
 
 log = logging.getLogger("pycsamt_lsp")
-
-
-def describe(exc: BaseException) -> str:
-    """One non-empty line for an exception (``MemoryError()`` says nothing)."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    name = type(exc).__name__
-    if not first:
-        return name
-    return first[:300] if is_argument_error(exc) else f"{name}: {first[:300]}"
 
 
 def _make_command(cmd: Command):
@@ -63,11 +54,13 @@ def _make_command(cmd: Command):
             )
         except Exception as exc:  # noqa: BLE001 - every failure is answered
             if is_argument_error(exc):
-                log.info("%s: %s", name, describe(exc))
-                raise JsonRpcInvalidParams(message=f"{name}: {describe(exc)}") from None
+                log.info("%s: %s", name, describe_error(exc))
+                raise JsonRpcInvalidParams(
+                    message=f"{name}: {describe_error(exc)}"
+                ) from None
             log.exception("command %s failed", name)
             raise JsonRpcInternalError(
-                message=f"{name} failed: {describe(exc)}"
+                message=f"{name} failed: {describe_error(exc)}"
             ) from None
         if isinstance(result, dict) and server.state != "ready":
             result = {**result, "stale": True, "state": server.state}

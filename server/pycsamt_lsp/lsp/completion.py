@@ -11,6 +11,7 @@ over its budget, or on a position that completes no package name, answers
 from __future__ import annotations
 
 import logging
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -26,19 +27,21 @@ __all__ = ["register"]
 
 log = logging.getLogger("pycsamt_lsp")
 
-_KINDS = {
-    "package": types.CompletionItemKind.Module,
-    "module": types.CompletionItemKind.Module,
-    "namespace": types.CompletionItemKind.Module,
-    "class": types.CompletionItemKind.Class,
-    "function": types.CompletionItemKind.Function,
-    "method": types.CompletionItemKind.Method,
-    "property": types.CompletionItemKind.Property,
-    "attribute": types.CompletionItemKind.Field,
-    "variable": types.CompletionItemKind.Variable,
-    "lazy": types.CompletionItemKind.Reference,
-    "external": types.CompletionItemKind.Reference,
-}
+_KINDS = MappingProxyType(
+    {
+        "package": types.CompletionItemKind.Module,
+        "module": types.CompletionItemKind.Module,
+        "namespace": types.CompletionItemKind.Module,
+        "class": types.CompletionItemKind.Class,
+        "function": types.CompletionItemKind.Function,
+        "method": types.CompletionItemKind.Method,
+        "property": types.CompletionItemKind.Property,
+        "attribute": types.CompletionItemKind.Field,
+        "variable": types.CompletionItemKind.Variable,
+        "lazy": types.CompletionItemKind.Reference,
+        "external": types.CompletionItemKind.Reference,
+    }
+)
 #: Above this many candidates, documentation is filled by completionItem/resolve.
 EAGER_DOCS = 60
 #: At most this many items in one answer (a namespace of 10,000 names is cut).

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import logging
 import re
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+
+from pycsamt_lsp.lsp.protocol import describe_error
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
@@ -29,12 +32,14 @@ __all__ = ["SOURCE", "compute", "python_regions", "register"]
 log = logging.getLogger("pycsamt_lsp")
 
 SOURCE = "pycsamt-lsp"
-_SEVERITY = {
-    "error": types.DiagnosticSeverity.Error,
-    "warning": types.DiagnosticSeverity.Warning,
-    "information": types.DiagnosticSeverity.Information,
-    "hint": types.DiagnosticSeverity.Hint,
-}
+_SEVERITY = MappingProxyType(
+    {
+        "error": types.DiagnosticSeverity.Error,
+        "warning": types.DiagnosticSeverity.Warning,
+        "information": types.DiagnosticSeverity.Information,
+        "hint": types.DiagnosticSeverity.Hint,
+    }
+)
 _MD_FENCE = re.compile(r"^(\s*)(```|~~~)\s*(\w+)?")
 _RST_BLOCK = re.compile(
     r"^(\s*)\.\.\s+(code-block|code|sourcecode)::\s*(python|py|python3)?\s*$|^(.*)::\s*$"
@@ -127,7 +132,18 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
         if not code.strip():
             continue
         code_lines = code.splitlines()
-        for p in ws.problems(code):
+        try:
+            problems = ws.problems(code)
+        except (MemoryError, RecursionError) as exc:
+            # CPython's parser gives up on some inputs (a long line of names,
+            # deep nesting) with these instead of SyntaxError: nothing to check
+            log.info(
+                "diagnostics: a Python region (line %d) is beyond the parser (%s)",
+                offset + 1,
+                type(exc).__name__,
+            )
+            continue
+        for p in problems:
             if len(out) >= MAX_DIAGNOSTICS:
                 break
             sev = (
@@ -227,7 +243,7 @@ async def publish(ls: PycsamtServer, uri: str) -> None:
                 budget=ls.diagnostics_budget,
             )
         except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server
-            log.warning("diagnostics for %s failed: %s", uri, exc)
+            log.warning("diagnostics for %s failed: %s", uri, describe_error(exc))
             return
         if diags is None:  # over budget or busy: keep what the client shows
             return

@@ -28,7 +28,15 @@ import cattrs
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
 
-__all__ = ["MAX_UINT", "OneLineFormatter", "PycsamtProtocol", "clamp_positions"]
+from pycsamt_lsp.errors import is_argument_error
+
+__all__ = [
+    "MAX_UINT",
+    "OneLineFormatter",
+    "PycsamtProtocol",
+    "clamp_positions",
+    "describe_error",
+]
 
 log = logging.getLogger("pycsamt_lsp")
 
@@ -89,6 +97,21 @@ def _reason(exc: BaseException) -> str:
             pass
     text = str(cause) or type(cause).__name__
     return text.splitlines()[0][:200]
+
+
+def describe_error(exc: BaseException) -> str:
+    """One non-empty line for an exception: ``MemoryError()`` says nothing,
+    and an error response or log line must say what went wrong."""
+    if isinstance(exc, (MemoryError, RecursionError)):
+        return (
+            f"the input is too large or too deeply nested to analyse "
+            f"({type(exc).__name__})"
+        )
+    text = str(exc).strip()
+    first = text.splitlines()[0][:300] if text else ""
+    if not first:
+        return type(exc).__name__
+    return first if is_argument_error(exc) else f"{type(exc).__name__}: {first}"
 
 
 class PycsamtProtocol(LanguageServerProtocol):

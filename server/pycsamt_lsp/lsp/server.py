@@ -32,6 +32,7 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from lsprotocol import types
@@ -62,12 +63,14 @@ __all__ = ["FEATURES", "INDEX_STATE", "PycsamtServer", "create_server", "serve"]
 log = logging.getLogger("pycsamt_lsp")
 
 INDEX_STATE = "pycsamt/indexState"
-LEVELS = {
-    "error": (logging.ERROR, types.MessageType.Error),
-    "warning": (logging.WARNING, types.MessageType.Warning),
-    "info": (logging.INFO, types.MessageType.Info),
-    "debug": (logging.DEBUG, types.MessageType.Log),
-}
+LEVELS = MappingProxyType(
+    {
+        "error": (logging.ERROR, types.MessageType.Error),
+        "warning": (logging.WARNING, types.MessageType.Warning),
+        "info": (logging.INFO, types.MessageType.Info),
+        "debug": (logging.DEBUG, types.MessageType.Log),
+    }
+)
 #: Feature modules, each with ``register(server)``; the factory calls them in order.
 FEATURES = (
     lifecycle,
@@ -114,6 +117,8 @@ class PycsamtServer(LanguageServer):
         self.watch_stop: asyncio.Event | None = None
         # editor state (lsp.diagnostics, lsp.hover & co)
         self.diagnostics_timers: dict[str, asyncio.TimerHandle] = {}
+        #: last full pull-diagnostics report per URI (answered when a pass is over budget)
+        self.pulled: dict[str, list[types.Diagnostic]] = {}
         self.buffers = BufferCache()
         self.offload = Offload(editor_budget=self.editor_budget)
         self.tasks: set[asyncio.Task] = set()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 __all__ = ["LOG_LEVELS", "SEVERITIES", "Settings"]
@@ -20,11 +21,13 @@ LOG_LEVELS = ("error", "warning", "info", "debug")
 SEVERITIES = ("error", "warning", "information", "hint")
 WATCH_MODES = ("auto", "client", "server", "off")
 
-_ALIASES = {
-    ("openai", "model"): "openaiModel",
-    ("diagnostics", "severity"): "diagnosticsSeverity",
-    ("server", "python"): "serverPython",
-}
+_ALIASES = MappingProxyType(
+    {
+        ("openai", "model"): "openaiModel",
+        ("diagnostics", "severity"): "diagnosticsSeverity",
+        ("server", "python"): "serverPython",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -20,17 +21,19 @@ log = logging.getLogger("pycsamt_lsp")
 LIMIT = 200
 #: a query longer than this is cut (names are short; 1 MB of query is not one)
 MAX_QUERY = 500
-_KINDS = {
-    "package": types.SymbolKind.Package,
-    "module": types.SymbolKind.Module,
-    "namespace": types.SymbolKind.Namespace,
-    "class": types.SymbolKind.Class,
-    "function": types.SymbolKind.Function,
-    "method": types.SymbolKind.Method,
-    "property": types.SymbolKind.Property,
-    "attribute": types.SymbolKind.Field,
-    "variable": types.SymbolKind.Variable,
-}
+_KINDS = MappingProxyType(
+    {
+        "package": types.SymbolKind.Package,
+        "module": types.SymbolKind.Module,
+        "namespace": types.SymbolKind.Namespace,
+        "class": types.SymbolKind.Class,
+        "function": types.SymbolKind.Function,
+        "method": types.SymbolKind.Method,
+        "property": types.SymbolKind.Property,
+        "attribute": types.SymbolKind.Field,
+        "variable": types.SymbolKind.Variable,
+    }
+)
 
 
 async def on_workspace_symbol(
