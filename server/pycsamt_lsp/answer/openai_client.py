@@ -8,6 +8,8 @@ reason safe to show: the key is masked, never logged or echoed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pycsamt_lsp.answer.evidence import AssembledContext
 from pycsamt_lsp.answer.settings import AskSettings
 from pycsamt_lsp.errors import AnswerError
@@ -46,7 +48,7 @@ def openai_answer(ctx: AssembledContext, settings: AskSettings) -> str:
         + ctx.context_text()
         + "\n\nAnswer the question from these excerpts only, citing them as [n]."
     )
-    messages = [
+    messages: list[Any] = [
         {"role": "system", "content": SYSTEM_PROMPT.format(package=ctx.package)},
         {"role": "user", "content": user},
     ]

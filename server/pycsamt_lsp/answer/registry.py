@@ -99,8 +99,8 @@ class RegistryCache:
             if key in self._parsed:
                 return self._parsed[key]
         reg = LineRegistry()
-        for path, _, _ in sig:
-            reg.add_file(Path(path))  # a bad file: one warning, the rest loads
+        for name, _, _ in sig:
+            reg.add_file(Path(name))  # a bad file: one warning, the rest loads
         out = reg if reg.lines else None
         with self._lock:
             self._parsed[key] = out

@@ -140,12 +140,12 @@ def search_symbols(ws: Workspace, query: str, limit: int = 100) -> list[dict[str
     for e in table.entries:
         if head and head not in e.symbol[: -len(e.leaf)].lower():
             continue
+        tier: float
         if ql:
-            tier = _tier(ql, qwords, e)
-            if tier is None:
+            got = _tier(ql, qwords, e)
+            if got is None:
                 continue
-            if tier == 0 and e.leaf != q:
-                tier = 0.5
+            tier = 0.5 if got == 0 and e.leaf != q else got
         else:
             tier = 0 if e.chunk_kind != "python_method" else 1
         key = (tier, -e.priority, len(e.leaf), len(e.symbol), e.symbol)
