@@ -5,7 +5,7 @@
  */
 import type { WebviewPanel } from 'vscode';
 import { citationLocationText } from './format';
-import type { AskResponse, Citation } from './protocol';
+import type { AskResponse, AskRoute, Citation } from './protocol';
 import { createWebviewPanel, executeCommand } from './vscodeapi';
 
 export function escapeHtml(s: string): string {
@@ -31,6 +31,31 @@ export function linkCitationMarkers(html: string, known: Set<number>): string {
     .join('');
 }
 
+/** One line naming the route the server took: intent, workflow, line, scope. */
+export function routeText(route: AskRoute | null | undefined): string {
+  if (!route || !route.intent) {
+    return '';
+  }
+  const parts = [`route: ${route.intent}`];
+  const wfs = route.workflows && route.workflows.length ? route.workflows : route.workflow ? [route.workflow] : [];
+  if (wfs.length) {
+    parts.push(`workflow: ${wfs.join(' → ')}`);
+  }
+  if (route.line) {
+    parts.push(`line: ${route.line}`);
+  }
+  if (route.scope && route.scope !== 'science') {
+    parts.push(route.scope === 'developer_tests' ? 'developer search (tests included)' : 'developer search');
+  }
+  if (typeof route.confidence === 'number') {
+    parts.push(`confidence ${route.confidence.toFixed(2)}`);
+  }
+  if (route.source && route.source !== 'offline') {
+    parts.push(route.source === 'model' ? 'decided by the model' : route.source);
+  }
+  return parts.join(' · ');
+}
+
 export interface AskHtmlInput {
   question: string;
   resp: AskResponse;
@@ -43,8 +68,16 @@ export function askHtml({ question, resp, answerHtml, nonce, cspSource }: AskHtm
   const citations = resp.citations ?? [];
   const known = new Set(citations.map((c) => c.n));
   const confident = resp.confident !== false;
-  const clarify = resp.clarifying_question?.trim();
-  const banner = confident
+  const route = resp.route ?? undefined;
+  const clarify = (resp.clarifying_question ?? route?.clarify_question ?? '').trim();
+  const routeLine = routeText(route);
+  const routeHtml = routeLine ? `<p class="route">${escapeHtml(routeLine)}</p>` : '';
+  const banner =
+    route?.intent === 'clarify' && clarify
+      ? `<div class="banner question"><strong>Before I answer, a question:</strong><p class="clarify">${escapeHtml(
+          clarify,
+        )}</p><button id="refine">Answer…</button></div>`
+      : confident
     ? ''
     : `<div class="banner"><strong>Low confidence.</strong> The index holds little evidence for this question.${
         clarify ? `<p class="clarify">${escapeHtml(clarify)}</p>` : ''
@@ -70,6 +103,8 @@ export function askHtml({ question, resp, answerHtml, nonce, cspSource }: AskHtm
   h1 { font-size: 1.2em; margin-top: 16px; }
   .banner { border-left: 4px solid var(--vscode-editorWarning-foreground); background: var(--vscode-textBlockQuote-background); padding: 8px 12px; margin: 12px 0; }
   .clarify { font-size: 1.1em; font-style: italic; margin: 6px 0; }
+  .route { color: var(--vscode-descriptionForeground); font-size: 0.9em; margin: 0 0 8px; }
+  .banner.question { border-left-color: var(--vscode-editorInfo-foreground); }
   button { color: var(--vscode-button-foreground); background: var(--vscode-button-background); border: none; padding: 4px 10px; cursor: pointer; }
   pre, code { font-family: var(--vscode-editor-font-family); }
   pre { background: var(--vscode-textCodeBlock-background); padding: 6px 8px; overflow-x: auto; }
@@ -82,6 +117,7 @@ export function askHtml({ question, resp, answerHtml, nonce, cspSource }: AskHtm
 </head>
 <body>
 <h1>${escapeHtml(question)}</h1>
+${routeHtml}
 ${banner}
 <div class="answer">${linkCitationMarkers(answerHtml, known)}</div>
 ${citations.length ? `<h2>Sources</h2>\n<ol class="citations">\n${items}\n</ol>` : '<p class="loc">No sources cited.</p>'}
@@ -151,7 +187,14 @@ export class AskView {
         }
       });
     }
-    const answer = resp.answer?.trim() ? resp.answer : resp.confident === false ? '' : '_No answer._';
+    const asked = resp.route?.intent === 'clarify';
+    const answer = asked
+      ? ''
+      : resp.answer?.trim()
+        ? resp.answer
+        : resp.confident === false
+          ? ''
+          : '_No answer._';
     const answerHtml = answer ? await renderMarkdown(answer) : '';
     this.panel.title = `pyCSAMT: ${question.length > 40 ? `${question.slice(0, 39)}…` : question}`;
     this.panel.webview.html = askHtml({

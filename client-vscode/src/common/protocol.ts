@@ -53,12 +53,24 @@ export interface Citation {
   snippet?: string;
   uri?: string;
 }
+/** The routing decision of `pycsamt.ask` (issue 15). */
+export interface AskRoute {
+  intent?: string;
+  workflow?: string | null;
+  workflows?: string[];
+  line?: string | null;
+  confidence?: number;
+  scope?: string;
+  clarify_question?: string | null;
+  source?: string;
+}
 export interface AskResponse {
   question?: string;
   answer?: string;
   confident?: boolean;
   clarifying_question?: string | null;
   citations?: Citation[];
+  route?: AskRoute | null;
   [key: string]: unknown;
 }
 
