@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["compact", "freeze", "paused_gc"]
+__all__ = ["compact", "freeze", "no_gc", "paused_gc"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,16 @@ def paused_gc() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
+
+
+def no_gc() -> None:
+    """Initializer of a build's worker processes: no cyclic collection at all.
+
+    A worker lives for one build and makes no cyclic garbage worth
+    collecting (parse trees and chunks are freed by reference counting);
+    each collection would only walk the trees being worked on.
+    """
+    gc.disable()
 
 
 def freeze() -> None:

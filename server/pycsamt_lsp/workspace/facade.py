@@ -225,7 +225,9 @@ class Workspace:
             # spawn, not fork: a server process has threads (event loop, pool
             # threads) and forking it can deadlock the children.
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=heap.no_gc
+            ) as pool:
                 for i, (rel, fc, info) in enumerate(
                     pool.map(process_file, jobs, chunksize=32)
                 ):
@@ -236,8 +238,9 @@ class Workspace:
         return per_file, skipped, model, counts
 
     def build(self, progress: Progress | None = None) -> dict[str, Any]:
-        """Index the whole corpus from scratch."""
-        with self._lock:
+        """Index the whole corpus from scratch (no cyclic collection meanwhile:
+        ``heap.paused_gc``; 1.2 of 9 s CPU on the sdist went to it)."""
+        with self._lock, heap.paused_gc():
             t0 = time.perf_counter()
             if progress:
                 progress(0, f"scanning {self.root}")
