@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp.answer.prose import human
 from pycsamt_lsp.cards.card import card_for
+from pycsamt_lsp.devsearch.search import MAX_QUERY_CHARS as MAX_DEV_QUERY
 from pycsamt_lsp.devsearch.search import search_source
+from pycsamt_lsp.errors import DevSearchError
 from pycsamt_lsp.routing import INTENTS, LineRegistry, RouteDecision
 
 if TYPE_CHECKING:
@@ -571,9 +573,19 @@ def capabilities_markdown(cap: dict[str, Any]) -> str:
 def developer_answer(ws: Workspace, question: str, scope: str) -> dict[str, Any]:
     """The live source search for a developer question, as answer text + citations."""
     include_tests = scope == "developer_tests"
-    res = search_source(
-        ws.root, question, profile=ws.profile, include_tests=include_tests
-    )
+    try:
+        res = search_source(
+            ws.root,
+            question[:MAX_DEV_QUERY],
+            profile=ws.profile,
+            include_tests=include_tests,
+        )
+    except DevSearchError as exc:  # a refused query is a stated limitation
+        res = {
+            "results": [],
+            "terms": {},
+            "limitation": f"source search refused: {exc}",
+        }
     citations: list[dict[str, Any]] = []
     lines = [
         f"_Live source search of the checkout at {ws.root}"

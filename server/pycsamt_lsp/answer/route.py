@@ -45,6 +45,7 @@ from pycsamt_lsp.answer.plans import (
     workflow_plan,
 )
 from pycsamt_lsp.answer.settings import AskSettings
+from pycsamt_lsp.errors import PycsamtError
 from pycsamt_lsp.routing import LineRegistry, RouteDecision, Router
 from pycsamt_lsp.routing.model import model_route
 
@@ -212,8 +213,29 @@ def routed_answer(
     registry = ws.answers.registry(ws.root, settings)
     decision, source = decide(ws, question, registry, settings)
     route = route_summary(decision, source)
-    intent = decision.intent
+    try:
+        res = _dispatch(ws, question, decision, registry, k, dense, settings)
+    except PycsamtError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plan bug must not lose the answer
+        log.warning("routed answer failed (%s), answering the question: %s", route, exc)
+        res = answer_question(ws, question, k=k, dense=dense, settings=settings)
+        res["route_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    res["route"] = route
+    return res
 
+
+def _dispatch(
+    ws: Workspace,
+    question: str,
+    decision: RouteDecision,
+    registry: LineRegistry | None,
+    k: int,
+    dense: bool | None,
+    settings: AskSettings,
+) -> dict[str, Any]:
+    """The answer the routed intent needs (see the module doc)."""
+    intent = decision.intent
     if intent == "clarify":
         ask = decision.clarify_question or ""
         res = _base(
@@ -260,7 +282,6 @@ def routed_answer(
             res["answer"] = _code_text(ws, question, ctx, decision, registry, res)
     else:  # question, metrics, and code written by the model (validated there)
         res = answer_question(ws, question, k=k, dense=dense, settings=settings)
-    res["route"] = route
     return res
 
 
