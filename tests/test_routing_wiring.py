@@ -504,3 +504,30 @@ def test_routing_metrics_count_only_given_fields():
         "workflow_accuracy": 1,
         "line_accuracy": 0,
     }
+
+
+def test_bundled_suites_route_perfectly_with_the_checkout_registry(
+    real_corpus: Path, tmp_path: Path
+):
+    """The eval's routing figures on the package's bundled suites: 1.0 for
+    intent, workflow and line, the lines resolved by the checkout's own
+    ``projects/*_project_registry.yml`` (the same hook ``pycsamt.eval`` runs)."""
+    from pycsamt_lsp.evals.routing_metrics import add_workspace_routing
+
+    checkout = Path("~/.cache/pycsamt-lsp/checkout/pycsamt-checkout").expanduser()
+    if not (checkout / "projects").is_dir():
+        pytest.skip("the maintainer checkout is not available")
+    suites = sorted((real_corpus / "pycsamt/assistant/evals/suites").glob("*.jsonl"))
+    assert suites
+    ws = Workspace(checkout, load_profile("pycsamt"), index_dir=tmp_path / "idx")
+    report: dict = {"suites": {p.name: {} for p in suites}, "overall": {}}
+    add_workspace_routing(report, ws, suites)
+    overall = report["overall"]["routing"]
+    assert overall["misses"] == []
+    assert overall["metrics"] == {
+        "intent_accuracy": 1.0,
+        "workflow_accuracy": 1.0,
+        "line_accuracy": 1.0,
+    }
+    assert overall["n"]["line_accuracy"] >= 5 and overall["n"]["intent_accuracy"] >= 25
+    assert "L22PLT" in overall["registry_lines"]
