@@ -22,6 +22,7 @@ from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.commands.catalog import run_command
 from pycsamt_lsp.corpus.profile import load_profile, profile_from_dict
 from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.search.phrasings import is_phrasing_list
 from pycsamt_lsp.search.retrieval import COMPONENTS, SEED_COMPONENTS, RankAux, search
 from pycsamt_lsp.search.stages import STAGES, is_howto
 from pycsamt_lsp.workspace.facade import Workspace
@@ -324,3 +325,102 @@ def test_gate_passes_with_the_full_engine(ablation, component):
 @pytest.mark.parametrize("component", sorted(GATES))
 def test_gate_fails_when_its_component_is_off(ablation, component):
     assert not gate(ablation[component], component), (component, ablation[component])
+
+
+# -- answers that answer: a list of phrasings is never the answer's body -------
+
+PHRASINGS = """\
+Document: recipes/qc.md
+How users ask about bad soundings
+
+- "which soundings should I throw away"
+- "are any of my soundings junk"
+- "throw away the soundings nobody can trust"
+"""
+
+GUIDE = """\
+Document: recipes/qc.md
+Bad sounding symbols to use
+
+- `geo.qc.flag_soundings`: flags soundings whose error bars are too large.
+- Review checks: compare the flagged soundings with the field notes.
+"""
+
+
+def test_is_phrasing_list():
+    assert is_phrasing_list(PHRASINGS)
+    assert is_phrasing_list(PHRASINGS, "How users ask about bad soundings")
+    assert not is_phrasing_list(GUIDE, "Bad sounding symbols to use")
+    # questions as items, no heading: still only ways to ask
+    assert is_phrasing_list("- which soundings are bad?\n- are they junk?\n")
+    # a paragraph with a list is guidance
+    assert not is_phrasing_list(
+        "Flag soundings first.\nThen decide what to drop.\n- one\n- two\n"
+    )
+    # unquoted items under a heading that says they are phrasings
+    assert is_phrasing_list(
+        "- drop bad soundings\n- junk soundings", "Example questions"
+    )
+    assert not is_phrasing_list("- drop bad soundings\n- junk soundings", "Checks")
+
+
+ASK_PROFILE = """
+name = "phrasefix"
+package = "geo"
+roots = ["geo", "recipes"]
+suffixes = [".py", ".md"]
+recipe_dir = "recipes"
+workflow_paths = []
+"""
+
+ASK_FILES = {
+    "recipes/qc.md": (
+        "# Bad soundings\n\nWorkflow: qc\n\n"
+        "## How users ask about bad soundings\n\n"
+        '- "which soundings should I throw away"\n'
+        '- "are any of my soundings junk, which soundings to throw away"\n'
+        '- "throw away the soundings nobody can trust"\n\n'
+        "## Bad sounding symbols to use\n\n"
+        "- `geo.qc.flag_soundings` flags soundings whose error bars are too large.\n"
+    ),
+    "geo/__init__.py": "",
+    "geo/qc.py": (
+        "def flag_soundings(table, max_err=0.2):\n"
+        '    """Flag the soundings whose relative error exceeds max_err."""\n'
+        "    return table\n"
+    ),
+}
+
+
+@pytest.fixture()
+def phrase_ws(tmp_path, monkeypatch) -> Workspace:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    root = tmp_path / "corpus"
+    for rel, text in ASK_FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    for i in range(200):  # a package around it, so the evidence is confident
+        (root / "geo" / f"m{i}.py").write_text(
+            f'def tool{i}():\n    """Unrelated helper number {i}."""\n',
+            encoding="utf-8",
+        )
+    (root / "phrasefix.toml").write_text(ASK_PROFILE, encoding="utf-8")
+    ws = Workspace(
+        root, load_profile(root / "phrasefix.toml"), index_dir=root / ".idx", workers=1
+    )
+    ws.build()
+    return ws
+
+
+def test_offline_answer_never_quotes_a_phrasing_list(phrase_ws):
+    q = "which soundings should I throw away"
+    top = run_command("pycsamt.query", phrase_ws, {"query": q, "k": 5})["results"]
+    # retrieval does return the phrasing section, first
+    assert top[0]["label"].endswith("How users ask about bad soundings")
+    res = run_command("pycsamt.ask", phrase_ws, {"question": q})
+    assert res["path"] == "offline" and res["confident"] is True, res
+    body = res["answer"]
+    assert "nobody can trust" not in body and "junk" not in body
+    assert "How users ask" not in body

@@ -24,6 +24,7 @@ from pycsamt_lsp.cards.card import card_for
 from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.chunking.python import module_name
 from pycsamt_lsp.corpus.testfiles import is_test_symbol
+from pycsamt_lsp.search.phrasings import is_phrasing_list
 
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
@@ -129,12 +130,16 @@ class AssembledContext:
         return [e.citation() for e in self.evidence]
 
     def lead(self) -> Evidence | None:
-        """The code chunk the question names, else the top-ranked evidence."""
+        """The code chunk the question names, else the top-ranked evidence
+        that is not just a list of ways to ask (search/phrasings.py)."""
         for e in self.evidence:
             c = e.chunk
             if c.symbol and c.kind in CODE_KINDS and _names(self.question, c.symbol):
                 return e
-        return self.evidence[0] if self.evidence else None
+        for e in self.evidence:
+            if not is_phrasing_list(e.chunk.text, e.chunk.metadata.get("heading")):
+                return e
+        return None
 
     def context_text(self, max_chars: int = CONTEXT_CHARS) -> str:
         """The labelled excerpts handed to a model."""

@@ -20,6 +20,7 @@ from pycsamt_lsp.answer.prose import (
     label_of,
     prose_of,
 )
+from pycsamt_lsp.search.phrasings import is_phrasing_list
 
 __all__ = ["clarifying_question", "low_confidence_answer", "offline_answer"]
 
@@ -112,7 +113,12 @@ def offline_answer(ctx: AssembledContext, top: int = 4) -> str:
         )
         return "\n\n".join(parts)
     lead = ctx.lead()
-    assert lead is not None
+    if lead is None:  # only lists of ways to ask: nothing to answer with
+        parts.append(
+            "The index holds only example phrasings for this question, no "
+            "guidance or code. Try naming a class, function or workflow."
+        )
+        return "\n\n".join(parts)
     seen = {lead.n}
     body = clip(prose_of(lead.chunk), 600)
     label = label_of(lead.chunk)
@@ -131,7 +137,9 @@ def offline_answer(ctx: AssembledContext, top: int = 4) -> str:
     for e in ctx.evidence:
         if len(bullets) >= top - 1:
             break
-        if e.n in seen:
+        if e.n in seen or is_phrasing_list(
+            e.chunk.text, e.chunk.metadata.get("heading")
+        ):
             continue
         prose = prose_of(e.chunk)
         m = LIST_ITEM.match(prose)
