@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 from types import MappingProxyType
@@ -100,6 +101,14 @@ class PycsamtServer(LanguageServer):
         super().__init__("pycsamt-lsp", __version__, protocol_cls=PycsamtProtocol)
         self.settings = Settings()
         self.cli_overrides: dict[str, Any] = {}
+        # the settings layers and the one start path (lsp.configuration)
+        self.init_settings: Any = None
+        self.config_settings: Any = None
+        self.folder_settings: dict[str, Any] = {}
+        self.settings_problems: set[str] = set()
+        self.config_done = False
+        self.started_key: tuple | None = None
+        self.start_task: asyncio.Task | None = None
         self.ws: Workspace | None = None
         self.state = "starting"
         self.percent = 0
@@ -274,4 +283,16 @@ def serve(
         if ls.ws is not None:  # the client went away without a shutdown
             ls.ws.cancel_build()
         ls.offload.shutdown()
+    stuck = ls.offload.busy("editor")
+    if stuck:
+        # Python would join those threads at exit, i.e. wait for the very
+        # work their budget gave up on; the client asked us to go now.
+        log.warning("exiting with %d editor jobs still running", stuck)
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed by ``exit`` already
+                pass
+        os._exit(ls.exit_code)
     return ls.exit_code
