@@ -119,6 +119,33 @@ def test_field_bm25_puts_the_symbol_named_by_the_query_first():
     ]
 
 
+def test_symbol_specific_keeps_the_boost_only_for_typed_identifiers():
+    snap, aux = index(
+        [
+            chunk("pkg/a.py", 1, "phase map of a station", symbol="pkg.a.Grid.map"),
+            chunk(
+                "pkg/b.py", 1, "estimate shift factors", symbol="pkg.b.estimate_ss_ama"
+            ),
+        ]
+    )
+
+    def score(q, sym, only):
+        disable = tuple(x for x in STAGES if x != only)
+        hits, _ = search(snap, aux, PROFILE, q, k=50, disable=disable)
+        return {snap.table.symbols[h.slot]: h.score for h in hits}[sym]
+
+    # "map" is a word of the question, not a symbol: the seed's 1.5 is taken back
+    q = "plot the phase map"
+    assert score(q, "pkg.a.Grid.map", "symbol_specific") == pytest.approx(
+        score(q, "pkg.a.Grid.map", None) / 1.5
+    )
+    # a typed identifier keeps it
+    q = "estimate shift factors with estimate_ss_ama"
+    assert score(q, "pkg.b.estimate_ss_ama", "symbol_specific") == pytest.approx(
+        score(q, "pkg.b.estimate_ss_ama", None)
+    )
+
+
 RECIPE = chunk(
     "recipes/cal.md",
     1,

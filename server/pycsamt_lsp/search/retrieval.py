@@ -23,7 +23,13 @@ import numpy as np
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
-from pycsamt_lsp.search.stages import STAGES, StageAux, apply_stages, diversify
+from pycsamt_lsp.search.stages import (
+    STAGES,
+    StageAux,
+    apply_stages,
+    diversify,
+    symbol_specific,
+)
 
 __all__ = [
     "COMPONENTS",
@@ -169,7 +175,11 @@ class RankAux:
         identifier characters of the query; enumerating the substrings of
         those runs is far cheaper than testing every leaf.
         """
-        found: list[np.ndarray] = []
+        return [hit for _, hit in self.leaf_matches(query_lower)]
+
+    def leaf_matches(self, query_lower: str) -> list[tuple[str, np.ndarray]]:
+        """:meth:`leaves_in` with the leaf that matched, per group of slots."""
+        found: list[tuple[str, np.ndarray]] = []
         seen: set[str] = set()
         for run in _IDENT_RUN.findall(query_lower):
             n = len(run)
@@ -180,7 +190,7 @@ class RankAux:
                         seen.add(sub)
                         hit = self.leaf_slots.get(sub)
                         if hit is not None:
-                            found.append(hit)
+                            found.append((sub, hit))
         return found
 
 
@@ -254,12 +264,14 @@ def search(
     if "recipe_boost" not in disable:
         s = np.where(aux.recipe[idx], s * RECIPE_BOOST, s)
     if "symbol_boost" not in disable:
-        hits = aux.leaves_in(query.lower())
-        if hits:
+        matches = aux.leaf_matches(query.lower())
+        if matches:
             mask = np.zeros(len(aux.recipe), bool)
-            for h in hits:
+            for _, h in matches:
                 mask[h] = True
             s = np.where(mask[idx], s * SYMBOL_BOOST, s)
+            if "symbol_specific" not in disable:
+                s = symbol_specific(query, matches, mask, idx, s, SYMBOL_BOOST)
     if feedback:
         factor = np.ones(len(aux.recipe))
         table = snap.table

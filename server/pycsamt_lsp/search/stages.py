@@ -10,6 +10,14 @@ Why they exist: on questions nobody tuned on, prose about a symbol (recipes,
 doc sections, the module docstring) ranks above the symbol that answers, and
 the symbol's own name counts no more than any word of its body. The stages:
 
+``symbol_specific``
+    The seed's symbol boost fires when a chunk's leaf name (3+ characters)
+    occurs anywhere in the query text, so "map", "plot" or "eta" (in "beta")
+    lift every method of that name. This stage keeps the boost only where the
+    query typed the leaf as an identifier (a whole word with an underscore, a
+    digit or inner capitals: ``estimate_ss_ama``, ``StaticShiftAgent``) and
+    takes it back elsewhere (runs inside the seed's composition, at the
+    boost, since it undoes exactly that factor).
 ``field_bm25``
     A second BM25 over the *name field* of every code chunk (the leaf name and
     its enclosing class, split like identifiers). A query word that names the
@@ -78,6 +86,7 @@ __all__ = [
 
 #: Stages after the seed's composition, in the order they run.
 STAGES = (
+    "symbol_specific",
     "field_bm25",
     "inherit",
     "module_inherit",
@@ -107,6 +116,38 @@ _HOWTO = re.compile(
 )
 #: identifiers and dotted names in prose; possessive, so no backtracking
 _NAME = re.compile(r"[A-Za-z_][\w.]*+")
+
+
+_QUERY_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def symbol_specific(
+    query: str,
+    matches: Sequence[tuple[str, np.ndarray]],
+    boosted: np.ndarray,
+    idx: np.ndarray,
+    s: np.ndarray,
+    boost: float,
+) -> np.ndarray:
+    """*s* with the seed's symbol boost taken back where no match is specific.
+
+    *matches* are ``(leaf, slots)`` pairs of the boost, *boosted* its mask
+    over all slots; a leaf is specific when the query has it as a whole
+    identifier that is plainly code (underscore, digit or inner capital).
+    """
+    specific = {
+        w.lower()
+        for w in _QUERY_IDENT.findall(query)
+        if "_" in w
+        or any(ch.isdigit() for ch in w)
+        or any(ch.isupper() for ch in w[1:])
+    }
+    keep = np.zeros(len(boosted), bool)
+    for leaf, slots in matches:
+        if leaf in specific:
+            keep[slots] = True
+    undo = boosted[idx] & ~keep[idx]
+    return np.where(undo, s / boost, s) if undo.any() else s
 
 
 def is_howto(query: str) -> bool:
