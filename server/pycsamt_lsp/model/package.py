@@ -988,12 +988,26 @@ class _ModuleExtractor:
     def _scan_injects(self) -> None:
         """Record ``setattr(obj, "lit", v)`` names (see ``ModuleInfo.injects``)."""
         raw = self.raw
+        tops: list[ast.stmt] = self.tree.body
         if raw is not None:
             data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace")
             if b"setattr" not in data:
                 return
+            # walk only the top-level statements whose lines mention it (a
+            # whole-tree walk was most of a large module's refresh)
+            hits: list[int] = []
+            line, pos = 1, 0
+            for m in re.finditer(rb"setattr", data):
+                line += data.count(b"\n", pos, m.start())
+                pos = m.start()
+                hits.append(line)
+            tops = []
+            for top in self.tree.body:
+                i = bisect_left(hits, top.lineno)
+                if i < len(hits) and hits[i] <= (top.end_lineno or top.lineno):
+                    tops.append(top)
         found: set[str] = set()
-        for node in ast.walk(self.tree):
+        for node in (n for top in tops for n in ast.walk(top)):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
@@ -1266,7 +1280,7 @@ class _ModuleExtractor:
         # ``store`` calls itself through its closure cell: a reference cycle
         # that would keep this method's whole subtree alive until a cyclic
         # collection (most of every parse tree, during a build)
-        del store
+        store = None  # type: ignore[assignment]  # noqa: F841
 
     def _dataclass_fields(
         self, node: ast.ClassDef, ci: ClassInfo

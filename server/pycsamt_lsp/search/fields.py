@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -36,6 +37,14 @@ def name_text(symbol: str | None, kind: str) -> str:
     if kind == "python_method" and len(parts) >= 2:
         return " ".join(parts[-2:])
     return parts[-1]
+
+
+@lru_cache(maxsize=65_536)
+def _name_terms(text: str) -> tuple[tuple[str, int], ...]:
+    """``term_counts(text)`` as pairs, remembered across builds: the field is
+    rebuilt for every saved file, and splitting every name again was most of
+    a refresh (~1 s of 2 on a 240 KB module, under cProfile)."""
+    return tuple(term_counts(text).items())
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,8 +84,7 @@ class NameField:
             pairs = split.get(text)
             if pairs is None:
                 pairs = [
-                    (vocab.setdefault(t, len(vocab)), c)
-                    for t, c in term_counts(text).items()
+                    (vocab.setdefault(t, len(vocab)), c) for t, c in _name_terms(text)
                 ]
                 split[text] = pairs
             for tid, c in pairs:
