@@ -168,6 +168,6 @@ def add_workspace_routing(
     return add_routing(
         report,
         load_suites(paths),
-        lambda q: router.route(q, registry),
+        lambda q: router.route(q, registry).to_dict(),
         registry_lines=registry.names() if registry else (),
     )
