@@ -46,7 +46,7 @@ from pycsamt_lsp.answer.plans import (
 )
 from pycsamt_lsp.answer.settings import AskSettings
 from pycsamt_lsp.errors import PycsamtError
-from pycsamt_lsp.routing import LineRegistry, RouteDecision, Router
+from pycsamt_lsp.routing import LineRegistry, RouteDecision
 from pycsamt_lsp.routing.model import model_route
 
 if TYPE_CHECKING:
@@ -55,15 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["decide", "route_summary", "routed_answer"]
 
 log = logging.getLogger(__name__)
-
-
-def _router(ws: Workspace) -> Router:
-    """The workspace's compiled router (rebuilt when the profile object changes)."""
-    hit = getattr(ws, "_pycsamt_router", None)
-    if hit is None or hit[0] is not ws.profile:
-        hit = (ws.profile, Router(ws.profile))
-        ws._pycsamt_router = hit  # type: ignore[attr-defined]
-    return hit[1]
 
 
 def _openai_complete(settings: AskSettings):
@@ -109,7 +100,7 @@ def decide(
     settings: AskSettings,
 ) -> tuple[RouteDecision, str]:
     """``(decision, source)``; source ``"offline"``, ``"model"`` or ``"offline: why"``."""
-    router = _router(ws)
+    router = ws.answers.router(ws.profile)
     use_model = (
         getattr(settings, "model_routing", False)
         and settings.use_openai

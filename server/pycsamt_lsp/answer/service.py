@@ -18,6 +18,7 @@ from pycsamt_lsp.answer.registry import (
     registry_candidates,
 )
 from pycsamt_lsp.answer.settings import AskSettings
+from pycsamt_lsp.routing import Router
 
 __all__ = ["AnswerService"]
 
@@ -30,6 +31,16 @@ class AnswerService:
         self._lock = threading.Lock()
         self._settings = settings or AskSettings()
         self.registries = RegistryCache()
+        self._router: tuple[Any, Router] | None = None
+
+    def router(self, profile: Any) -> Router:
+        """The request router compiled from *profile*'s cues (issue 15), kept
+        while the workspace's profile object stays the same."""
+        with self._lock:
+            hit = self._router
+            if hit is None or hit[0] is not profile:
+                hit = self._router = (profile, Router(profile))
+            return hit[1]
 
     @property
     def settings(self) -> AskSettings:

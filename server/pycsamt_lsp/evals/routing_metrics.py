@@ -161,10 +161,9 @@ def add_workspace_routing(
     """:func:`add_routing` with the offline router of *ws*: its profile and the
     survey-line registry ``pycsamt.ask`` uses (editor folder / corpus root)."""
     from pycsamt_lsp.evals.suites import load_suites
-    from pycsamt_lsp.routing import Router
 
     registry = ws.answers.registry(ws.root, ws.answers.settings)
-    router = Router(ws.profile)
+    router = ws.answers.router(ws.profile)
     return add_routing(
         report,
         load_suites(paths),
