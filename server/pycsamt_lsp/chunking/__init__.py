@@ -2,106 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+import ast
 from typing import Any
 
-__all__ = ["CHUNK_KINDS", "Chunk"]
+from pycsamt_lsp.chunking.chunk import CHUNK_KINDS, Chunk, FileChunks
+from pycsamt_lsp.chunking.docs import chunk_doc
+from pycsamt_lsp.chunking.python import chunk_python
+from pycsamt_lsp.index.heap import paused_gc
 
-#: One encoder for every chunk line: ``json.dumps(..., ensure_ascii=False)``
-#: builds a new encoder per call when given options.
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
-
-CHUNK_KINDS = (
-    "python_symbol",
-    "python_method",
-    "module_doc",
-    "doc_section",
-    "recipe",
-    "pdf_page",
-)
-
-
-@dataclass(slots=True)
-class Chunk:
-    """One retrievable unit (DESIGN 4).
-
-    ``id`` is stable for a given file content: ``path:line_start:line_end``
-    for code, ``path:module`` for module docs, ``path:secN`` for sections.
-    ``metadata`` holds signature, params (name/kind/default/annotation),
-    returns, decorators, docstring, heading, line_start/line_end, page.
-    """
-
-    id: str
-    text: str
-    source_path: str
-    kind: str
-    symbol: str | None = None
-    workflow: str | None = None
-    priority: int = 1
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (one line of ``chunks.jsonl``).
-
-        Shallow: ``metadata`` is the chunk's own dict, not a copy
-        (``dataclasses.asdict`` deep-copied every parameter table, most of
-        the cost of persisting an index). Callers serialise it, never
-        mutate it.
-        """
-        return {
-            "id": self.id,
-            "text": self.text,
-            "source_path": self.source_path,
-            "kind": self.kind,
-            "symbol": self.symbol,
-            "workflow": self.workflow,
-            "priority": self.priority,
-            "metadata": self.metadata,
-        }
-
-    def json_line(self) -> bytes:
-        """The chunk's ``chunks.jsonl`` line (UTF-8, newline-terminated)."""
-        return (_ENCODE(self.to_dict()) + "\n").encode("utf-8")
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Chunk:
-        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
-        return cls(
-            id=d["id"],
-            text=d.get("text", ""),
-            source_path=d["source_path"],
-            kind=d["kind"],
-            symbol=d.get("symbol"),
-            workflow=d.get("workflow"),
-            priority=int(d.get("priority", 1)),
-            metadata=d.get("metadata") or {},
-        )
-
-    @property
-    def line_start(self) -> int | None:
-        return self.metadata.get("line_start")
-
-    @property
-    def line_end(self) -> int | None:
-        return self.metadata.get("line_end")
-
-    @property
-    def label(self) -> str:
-        """Human label: the symbol for code, the heading for docs."""
-        return self.symbol or self.metadata.get("heading") or self.source_path
-
-
-@dataclass(slots=True)
-class FileChunks:
-    """What chunking one file produced: chunks, the parse tree, or why not."""
-
-    chunks: list[Chunk]
-    tree: Any = None  # ast.Module for Python files (shared with the package model)
-    error: str | None = None
-    #: Term counts of each chunk's text, when computed where the chunking ran
-    #: (a build worker), so the parent does not tokenize everything again.
-    counts: list[dict[str, int]] | None = None
+__all__ = ["CHUNK_KINDS", "Chunk", "FileChunks", "chunk_file"]
 
 
 def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
@@ -110,12 +19,6 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
     Undecodable or unparsable files produce no chunks and an ``error`` the
     caller logs and counts.
     """
-    import ast
-
-    from pycsamt_lsp.chunking.docs import chunk_doc
-    from pycsamt_lsp.chunking.python import chunk_python
-    from pycsamt_lsp.index.heap import paused_gc
-
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.chunking.chunk import Chunk
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.text.markup import FENCE, MD_HEADING, RST_ADORNMENT
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pycsamt_lsp.chunking import Chunk, FileChunks
+from pycsamt_lsp.chunking.chunk import Chunk, FileChunks
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.tokenize import term_counts, tokenize

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.chunking.chunk import Chunk
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.pyast.signatures import format_params, params_of, signature_of
 from pycsamt_lsp.pyast.signatures import unparse as _unparse
