@@ -27,6 +27,7 @@ from pycsamt_lsp.errors import IndexLoadError
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
 from pycsamt_lsp.storage.atomic import atomic_write
+from pycsamt_lsp.storage.validate import check_manifest, check_meta
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -171,6 +172,7 @@ def load_snapshot(
         raise IndexLoadError(
             f"index was built with profile {manifest.get('profile')!r}, not {profile_name!r}"
         )
+    check_manifest(manifest)
     try:
         meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
         with np.load(index_dir / "index.npz", allow_pickle=False) as z:
@@ -178,6 +180,7 @@ def load_snapshot(
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise IndexLoadError(f"index files are unreadable: {exc}") from None
     try:
+        check_meta(meta, manifest["n_chunks"])
         build_id = bytes(arrays.pop("build_id")).decode()
         if not (build_id == meta.get("build_id") == manifest.get("build_id")):
             raise IndexLoadError(
@@ -213,7 +216,7 @@ def load_snapshot(
         }
     except IndexLoadError:
         raise
-    except (KeyError, TypeError, ValueError, OSError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OSError) as exc:
         raise IndexLoadError(f"index files are inconsistent: {exc!r}") from None
     snap = Snapshot(
         bm25, table, files, manifest["source_fingerprint"], 0, meta.get("skipped", {})

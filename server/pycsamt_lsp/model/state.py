@@ -144,7 +144,14 @@ def load_model(
             shas = dict(doc["shas"])
             if model.package != package:
                 raise ValueError(f"model is of package {model.package!r}")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            RecursionError,
+        ) as exc:  # a foreign or reshaped file: rebuilt (issue 19)
             log.warning("rebuilding the package model: %s", exc)
             model, shas = None, {}
     if model is None:
