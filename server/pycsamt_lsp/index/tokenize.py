@@ -45,9 +45,15 @@ def tokenize(text: str) -> list[str]:
 
 
 def term_counts(text: str) -> Counter[str]:
-    """Token -> count for *text*; the fast path used when indexing chunks."""
-    counts: Counter[str] = Counter()
+    """Token -> count for *text*; the fast path used when indexing chunks.
+
+    Counted in a plain dict (``Counter.__missing__`` is a Python call per
+    new token: 15% of this function on the checkout's chunks), in the same
+    first-seen order, then wrapped once.
+    """
+    counts: dict[str, int] = {}
+    get = counts.get
     for raw, n in Counter(_WORD.findall(text or "")).items():
         for tok in word_tokens(raw):
-            counts[tok] += n
-    return counts
+            counts[tok] = get(tok, 0) + n
+    return Counter(counts)

@@ -437,8 +437,10 @@ class Workspace:
         Only files whose content hash differs are re-chunked. When nothing
         changed (a ``touch``, a formatter no-op) no new snapshot is made.
         A path naming a folder (a move or checkout) rescans everything.
+        No cyclic collection meanwhile (``heap.paused_gc``): re-enabled after
+        the file's parse tree is freed, a collection no longer walks it.
         """
-        with self._lock:
+        with self._lock, heap.paused_gc():
             t0 = time.perf_counter()
             snap = self.snapshot
             if snap is None:
