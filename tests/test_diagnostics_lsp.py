@@ -114,7 +114,7 @@ async def test_keyword_markdown_and_broken_buffer(
 ):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    await start(client, corpus)
+    await start(client, corpus, showSyntaxErrors=True)  # off by default
     bad_kw = "from pkg.core.shift import correct_shift\ncorrect_shift([1], factr=2.0)\n"
     uri = open_doc(client, tmp_path / "kw.py", bad_kw)
     diags = await diagnostics_of(client, uri, lambda d: len(d) >= 1)

@@ -10,6 +10,16 @@ reStructuredText buffers have their ``python`` code blocks checked with the
 block's line offset. The quick fixes travel in each diagnostic's ``data``
 (:mod:`.code_actions` turns them into edits). The debounce timers are the
 server's (``diagnostics_timers``).
+
+Push or pull: a client that offers pull diagnostics
+(``textDocument.diagnostic`` in its capabilities: Neovim >= 0.10, recent
+VS Code) asks with ``textDocument/diagnostic`` and is told to ask again
+(``workspace/diagnostic/refresh``) when the index, the model or the
+settings change; every other client gets ``publishDiagnostics``. Never
+both, or the client would show each problem twice. ``syntax-error``
+diagnostics are only sent with the ``showSyntaxErrors`` setting (the user's
+main Python server already reports them). Each diagnostic's
+``codeDescription`` links to the README's section on the codes.
 """
 
 from __future__ import annotations
@@ -22,16 +32,36 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 
+from pycsamt_lsp.lsp.positions import Positions, split_lines
 from pycsamt_lsp.lsp.protocol import describe_error
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
 
-__all__ = ["SOURCE", "compute", "python_regions", "register"]
+__all__ = [
+    "CODES_HELP",
+    "SOURCE",
+    "compute",
+    "language_of",
+    "python_regions",
+    "refresh_open_documents",
+    "register",
+]
 
 log = logging.getLogger("pycsamt_lsp")
 
 SOURCE = "pycsamt-lsp"
+#: the README section that explains every diagnostic code
+CODES_HELP = "https://github.com/pycsamt-lsp/pycsamt-lsp#diagnostic-codes"
+#: LSP language ids (and editors' file types) whose buffers are checked
+_LANGUAGES = MappingProxyType(
+    {
+        "python": "python",
+        "markdown": "markdown",
+        "restructuredtext": "restructuredtext",
+        "rst": "restructuredtext",  # Neovim's and Helix's name for it
+    }
+)
 _SEVERITY = MappingProxyType(
     {
         "error": types.DiagnosticSeverity.Error,
@@ -105,27 +135,14 @@ def python_regions(text: str, language: str) -> list[tuple[int, str]]:
     return []
 
 
-def _utf16(line: str, col: int) -> int:
-    """Code-point column -> UTF-16 column (LSP's default encoding)."""
-    prefix = line[:col]
-    return col if prefix.isascii() else len(prefix.encode("utf-16-le")) // 2
-
-
-def _range(lines: list[str], l0: int, c0: int, l1: int, c1: int) -> types.Range:
-    def pos(ln: int, c: int) -> types.Position:
-        text = lines[ln] if 0 <= ln < len(lines) else ""
-        return types.Position(line=ln, character=_utf16(text, c))
-
-    return types.Range(start=pos(l0, c0), end=pos(l1, c1))
-
-
 def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnostic]:
     """Diagnostics of one document (runs in a worker thread)."""
     ws = ls.ws
     if ws is None:
         return []
     ws.ensure_model()
-    lines = text.splitlines() or [""]
+    lines = split_lines(text)
+    codec = Positions.of(ls)  # ranges in the negotiated encoding
     severity = _SEVERITY[ls.settings.diagnosticsSeverity]
     out: list[types.Diagnostic] = []
     for offset, code in python_regions(text, language):
@@ -146,6 +163,8 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
         for p in problems:
             if len(out) >= MAX_DIAGNOSTICS:
                 break
+            if p.code == "syntax-error" and not ls.settings.showSyntaxErrors:
+                continue
             sev = (
                 severity if p.severity == "error" else types.DiagnosticSeverity.Warning
             )
@@ -170,10 +189,11 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
                 fixes.append(
                     {
                         "title": f.title,
+                        "candidate": f.candidate,
                         "edits": [
                             {
                                 "range": _to_json(
-                                    _range(
+                                    codec.range(
                                         lines,
                                         offset + e.line,
                                         e.col + code_indent,
@@ -189,7 +209,7 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
                 )
             out.append(
                 types.Diagnostic(
-                    range=_range(
+                    range=codec.range(
                         lines,
                         offset + p.line,
                         p.col + code_indent,
@@ -199,8 +219,13 @@ def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnosti
                     message=p.message,
                     severity=sev,
                     code=p.code,
+                    code_description=types.CodeDescription(href=CODES_HELP),
                     source=SOURCE,
-                    data={"fixes": fixes, "candidates": list(p.candidates)},
+                    data={
+                        "fixes": fixes,
+                        "candidates": list(p.candidates),
+                        "dotted": p.dotted,
+                    },
                 )
             )
     return out
@@ -213,13 +238,74 @@ def _to_json(r: types.Range) -> dict[str, Any]:
     }
 
 
+def language_of(doc: Any, uri: str) -> str | None:
+    """The checked language of a document (None: not one we check)."""
+    lang = doc.language_id or ""
+    if not lang:
+        lang = (
+            "python"
+            if uri.endswith((".py", ".pyi"))
+            else "markdown"
+            if uri.endswith(".md")
+            else "rst"
+            if uri.endswith(".rst")
+            else ""
+        )
+    return _LANGUAGES.get(lang)
+
+
+def pull_mode(ls: PycsamtServer) -> bool:
+    """Does the client pull diagnostics (then the server never pushes)?"""
+    try:
+        td = ls.client_capabilities.text_document
+    except (AttributeError, RuntimeError):
+        return False
+    return bool(td is not None and td.diagnostic is not None)
+
+
+async def current(
+    ls: PycsamtServer, uri: str
+) -> tuple[int | None, list[types.Diagnostic] | None] | None:
+    """``(version, diagnostics)`` of *uri* as it is now; None when it is not
+    a checked open document or there is no index; diagnostics None when
+    the pass ran over its budget."""
+    doc = ls.workspace.text_documents.get(unquote(uri))
+    if doc is None:
+        return None
+    language = language_of(doc, uri)
+    if language is None:
+        return None
+    version, text = doc.version, doc.source
+    if len(text) > ls.max_document_chars:
+        log.warning(
+            "diagnostics skipped: %s has %d characters (limit %d)",
+            uri,
+            len(text),
+            ls.max_document_chars,
+        )
+        return version, []
+    if await ls.editor_workspace() is None:
+        return None
+    diags = await ls.run_blocking(
+        f"diagnostics of {uri}",
+        compute,
+        ls,
+        text,
+        language,
+        budget=ls.diagnostics_budget,
+    )
+    return version, diags
+
+
 async def publish(ls: PycsamtServer, uri: str) -> None:
     """Compute and publish the diagnostics of *uri* if it is still open."""
+    if pull_mode(ls):
+        return  # the client asks (textDocument/diagnostic)
     doc = ls.workspace.text_documents.get(unquote(uri))
     if doc is None:
         return
-    language = doc.language_id or ("python" if uri.endswith(".py") else "")
-    if language not in ("python", "markdown", "restructuredtext"):
+    language = language_of(doc, uri)
+    if language is None:
         return
     version, text = doc.version, doc.source
     if len(text) > ls.max_document_chars:
@@ -287,14 +373,54 @@ def did_close(ls: PycsamtServer, params: types.DidCloseTextDocumentParams) -> No
     handle = ls.diagnostics_timers.pop(params.text_document.uri, None)
     if handle is not None:
         handle.cancel()
+    ls.pulled.pop(params.text_document.uri, None)
+    if pull_mode(ls):
+        return
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
     )
 
 
-def _refresh_all(ls: PycsamtServer) -> None:
+async def on_pull(
+    ls: PycsamtServer, params: types.DocumentDiagnosticParams
+) -> types.RelatedFullDocumentDiagnosticReport:
+    """``textDocument/diagnostic``: the document's diagnostics now (a pass
+    over its budget answers the last full report, or nothing)."""
+    uri = params.text_document.uri
+    try:
+        got = await current(ls, uri)
+    except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server
+        log.warning("diagnostics for %s failed: %s", uri, describe_error(exc))
+        got = None
+    diags = got[1] if got is not None else []
+    if diags is None:
+        diags = ls.pulled.get(uri, [])
+    ls.pulled[uri] = diags
+    return types.RelatedFullDocumentDiagnosticReport(items=diags)
+
+
+def refresh_open_documents(ls: PycsamtServer) -> None:
+    """Diagnostics of every open document are out of date (index, model or
+    settings changed): push them again, or ask a pulling client to pull."""
+    if pull_mode(ls):
+        ws_caps = ls.client_capabilities.workspace
+        diag_caps = ws_caps.diagnostics if ws_caps is not None else None
+        if diag_caps is not None and diag_caps.refresh_support:
+            ls.spawn(_ask_refresh(ls))
+        return
     for uri in list(ls.workspace.text_documents):
         schedule(ls, uri, 0.05)
+
+
+async def _ask_refresh(ls: PycsamtServer) -> None:
+    try:
+        await ls.workspace_diagnostic_refresh_async(None)
+    except Exception as exc:  # noqa: BLE001 - a courtesy; the next edit pulls anyway
+        log.info("workspace/diagnostic/refresh failed: %s", exc)
+
+
+def _refresh_all(ls: PycsamtServer) -> None:
+    refresh_open_documents(ls)
 
 
 def register(ls: PycsamtServer) -> None:
@@ -303,4 +429,12 @@ def register(ls: PycsamtServer) -> None:
     ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
     ls.feature(types.TEXT_DOCUMENT_DID_SAVE)(did_save)
     ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(
+            identifier=SOURCE,
+            inter_file_dependencies=False,
+            workspace_diagnostics=False,
+        ),
+    )(on_pull)
     ls.on_index_changed.append(_refresh_all)

@@ -2,8 +2,8 @@
 
 Positions arrive in the client's encoding (UTF-16 unless negotiated
 otherwise) and may point anywhere (line 1,000,000, character 2**31-1): they
-are clamped to the document by the position codec and converted to
-code-point columns, and back for ranges. A buffer longer than the server's
+are clamped to the document and converted to code-point columns, and back
+for ranges, by the server's one conversion (:mod:`.positions`). A buffer longer than the server's
 ``max_document_chars`` gets no editor analysis (the request answers empty
 and the log says so) rather than minutes of parsing.
 """
@@ -11,7 +11,6 @@ and the log says so) rather than minutes of parsing.
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -19,6 +18,7 @@ from pygls.uris import to_fs_path
 
 from pycsamt_lsp.analysis.buffer import BufferIndex
 from pycsamt_lsp.analysis.editor import current_package
+from pycsamt_lsp.lsp.positions import Positions, split_lines
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Doc", "is_python"]
 
 log = logging.getLogger("pycsamt_lsp")
-_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 
 
 def is_python(doc: Any) -> bool:
@@ -60,25 +59,16 @@ class Doc:
             self.python, self.text = False, ""
         self.buffers = ls.buffers
         # LSP lines end at \n, \r\n or \r only (not at \f like splitlines)
-        self.lines = _LINE_SPLIT.split(self.text)
-        self.codec = doc.position_codec
+        self.lines = split_lines(self.text)
+        self.codec = Positions.of(ls)
 
     def position(self, pos: types.Position) -> tuple[int, int]:
         """Client position -> (line, code-point column), inside the document."""
-        line = min(max(pos.line, 0), len(self.lines) - 1)
-        p = self.codec.position_from_client_units(
-            self.lines, types.Position(line=line, character=max(pos.character, 0))
-        )
-        col = min(p.character, len(self.lines[p.line]))
-        return p.line, col
+        return self.codec.from_client(self.lines, pos)
 
     def range(self, line: int, start: int, end: int) -> types.Range:
         """Code-point span on *line* -> client range."""
-        to = self.codec.position_to_client_units
-        return types.Range(
-            start=to(self.lines, types.Position(line=line, character=start)),
-            end=to(self.lines, types.Position(line=line, character=end)),
-        )
+        return self.codec.range(self.lines, line, start, line, end)
 
     def index(self, ws: Workspace) -> tuple[BufferIndex, str | None]:
         """``(BufferIndex, the buffer's package or None)`` (call in a worker)."""

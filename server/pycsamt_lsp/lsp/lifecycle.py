@@ -2,7 +2,9 @@
 
 ``initialize`` installs the client log handler and reads the
 ``initializationOptions``; ``initialized`` asks for ``workspace/configuration``
-and starts the index (:func:`pycsamt_lsp.lsp.indexing.start`). ``shutdown``
+and starts the index (:func:`pycsamt_lsp.lsp.indexing.start`) through the
+one start path of :mod:`.configuration`, which ``didChangeConfiguration``
+goes through too. ``shutdown``
 stops the watcher, the build and every task, and persists an index that was
 updated in memory; ``exit`` records the exit code LSP asks for (0 after a
 ``shutdown``, 1 without one).
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.lsp import indexing
+from pycsamt_lsp.lsp import configuration
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
@@ -65,42 +67,25 @@ def on_initialize(ls: PycsamtServer, params: types.InitializeParams) -> None:
     logger.addHandler(handler)
     logger.propagate = False  # the client shows these; stderr would repeat them
     ls.opened = ls.loop.create_future()  # requests before `initialized` wait on it
-    ls.update_settings(params.initialization_options)
-    if ls.cli_overrides:
-        ls.settings, _ = ls.settings.merged(ls.cli_overrides)
+    ls.init_settings = params.initialization_options
+    configuration.recompute(ls)
 
 
 async def on_initialized(ls: PycsamtServer, _params: types.InitializedParams) -> None:
-    caps = ls.client_capabilities
-    if caps.workspace and caps.workspace.configuration:
-        try:
-            got = await ls.workspace_configuration_async(
-                types.ConfigurationParams(
-                    items=[types.ConfigurationItem(section="pycsamt")]
-                )
-            )
-            if got and isinstance(got[0], dict):
-                ls.update_settings(got[0])
-                if ls.cli_overrides:
-                    ls.settings, _ = ls.settings.merged(ls.cli_overrides)
-        except Exception as exc:  # noqa: BLE001 - configuration is optional
-            log.info("workspace/configuration failed: %s", exc)
-    ls.spawn(indexing.start(ls))
+    if await configuration.pull(ls):
+        configuration.recompute(ls)
+    ls.config_done = True
+    configuration.apply(ls, reason="initialized")
 
 
-def on_configuration(
+async def on_configuration(
     ls: PycsamtServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    before = (ls.settings.corpusRoot, ls.settings.profile)
-    ls.update_settings(params.settings)
-    indexing.configure_ask(ls)
-    after = (ls.settings.corpusRoot, ls.settings.profile)
-    if after != before and ls.opened is not None and ls.loop is not None:
-        log.info("corpus root or profile changed; reopening the index")
-        if ls.watch_stop is not None:
-            ls.watch_stop.set()
-        ls.opened = ls.loop.create_future()
-        ls.spawn(indexing.start(ls))
+    pushed = configuration.push(ls, params.settings)
+    if not pushed and not await configuration.pull(ls):
+        return
+    configuration.recompute(ls)
+    configuration.apply(ls, reason="didChangeConfiguration")
 
 
 async def on_shutdown(ls: PycsamtServer, *_args) -> None:

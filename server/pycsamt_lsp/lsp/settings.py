@@ -41,6 +41,7 @@ class Settings:
     openaiModel: str = "gpt-4o-mini"  # noqa: N815
     logLevel: str = "info"  # noqa: N815
     diagnosticsSeverity: str = "error"  # noqa: N815
+    showSyntaxErrors: bool = False  # noqa: N815 - the user's Python server has them
     watch: str = "auto"
     debounceMs: int = 250  # noqa: N815
     indexDir: str | None = None  # noqa: N815
@@ -86,7 +87,7 @@ def _valid(key: str, value: Any, f: dataclasses.Field) -> tuple[bool, str]:
             isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
         )
         return ok, f"must be an integer from {lo} to {hi}"
-    if key == "dense":
+    if key in ("dense", "showSyntaxErrors"):
         return isinstance(value, bool), "must be true or false"
     if key == "logLevel":
         return value in LOG_LEVELS, f"must be one of {', '.join(LOG_LEVELS)}"
