@@ -34,7 +34,7 @@ from pycsamt_lsp.analysis.completion import (
     completion_context,
     in_code,
 )
-from pycsamt_lsp.analysis.validate import _Index
+from pycsamt_lsp.analysis.validate import NodeIndex
 
 __all__ = [
     "Binding",
@@ -351,11 +351,11 @@ class _Analyzer:
     # -- uses ----------------------------------------------------------------------
 
     def run(self, tree: ast.Module, imports_only: bool = False) -> None:
-        for n in _imports(tree.body):
-            if isinstance(n, ast.Import):
-                self._import(n)
+        for imp in _imports(tree.body):
+            if isinstance(imp, ast.Import):
+                self._import(imp)
             else:
-                self._import_from(n)
+                self._import_from(imp)
         if imports_only:
             return
         # the package's own name is a package reference even where the
@@ -365,41 +365,41 @@ class _Analyzer:
         self.out.bindings.setdefault(
             self.pkg, Binding(self.pkg, self.pkg, import_path=True)
         )
-        nodes = _nodes(tree)
+        nodes = NodeIndex(tree)
         self._drop_rebound(nodes)
         self._instances(nodes)
         bindings = self.out.bindings
-        for n in nodes.get(ast.Name, []):
-            b = bindings.get(n.id)
-            if b is None or b.instance or not isinstance(n.ctx, ast.Load):
+        for name in nodes.kind(ast.Name):
+            b = bindings.get(name.id)
+            if b is None or b.instance or not isinstance(name.ctx, ast.Load):
                 continue
-            c0 = self._col(n.lineno, n.col_offset)
+            c0 = self._col(name.lineno, name.col_offset)
             hint = b.dotted if b.import_path else b.module
             self._ref(
-                n.lineno,
+                name.lineno,
                 c0,
-                c0 + len(n.id),
+                c0 + len(name.id),
                 b.dotted,
                 module=hint,
                 import_path=b.import_path,
             )
-        for n in nodes.get(ast.Attribute, []):
-            got = self._chain(n)
+        for attr in nodes.kind(ast.Attribute):
+            got = self._chain(attr)
             if got is None:
                 continue
             dotted, hint = got
-            end_l = n.end_lineno or n.lineno
-            c1 = self._col(end_l, n.end_col_offset or 0)
-            if self._text(end_l)[c1 - len(n.attr) : c1] == n.attr:
-                self._ref(end_l, c1 - len(n.attr), c1, dotted, module=hint)
-        for n in nodes.get(ast.Call, []):
-            if not n.keywords:
+            end_l = attr.end_lineno or attr.lineno
+            c1 = self._col(end_l, attr.end_col_offset or 0)
+            if self._text(end_l)[c1 - len(attr.attr) : c1] == attr.attr:
+                self._ref(end_l, c1 - len(attr.attr), c1, dotted, module=hint)
+        for call in nodes.kind(ast.Call):
+            if not call.keywords:
                 continue
-            got = self._chain(n.func)
+            got = self._chain(call.func)
             if got is None:
                 continue
             dotted, hint = got
-            for kw in n.keywords:
+            for kw in call.keywords:
                 if kw.arg is None or not hasattr(kw, "lineno"):
                     continue
                 c0 = self._col(kw.lineno, kw.col_offset)
@@ -428,28 +428,27 @@ class _Analyzer:
             return b.dotted, (b.dotted if b.import_path else b.module)
         return b.chain(attrs)
 
-    def _drop_rebound(self, nodes: dict[type, list[ast.AST]]) -> None:
+    def _drop_rebound(self, nodes: NodeIndex) -> None:
         """A name bound by an import and also assigned is no longer trusted."""
         stored: set[str] = set()
-        for n in nodes.get(ast.Name, []):
-            if isinstance(n.ctx, (ast.Store, ast.Del)):
-                stored.add(n.id)
-        for n in nodes.get(ast.arg, []):
-            stored.add(n.arg)
-        for t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            for n in nodes.get(t, []):
-                stored.add(n.name)
+        for node in nodes.kind(ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                stored.add(node.id)
+        for arg in nodes.kind(ast.arg):
+            stored.add(arg.arg)
+        for d in nodes.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            stored.add(d.name)
         for name in stored & set(self.out.bindings):
             if not self.out.bindings[name].instance:
                 del self.out.bindings[name]
 
-    def _instances(self, nodes: dict[type, list[ast.AST]]) -> None:
+    def _instances(self, nodes: NodeIndex) -> None:
         """``x = pkg.Class(...)``, ``x`` assigned once: ``x.method`` is known."""
         counts: dict[str, int] = {}
-        for n in nodes.get(ast.Name, []):
-            if isinstance(n.ctx, ast.Store):
-                counts[n.id] = counts.get(n.id, 0) + 1
-        for n in nodes.get(ast.Assign, []) + nodes.get(ast.AnnAssign, []):
+        for name in nodes.kind(ast.Name):
+            if isinstance(name.ctx, ast.Store):
+                counts[name.id] = counts.get(name.id, 0) + 1
+        for n in nodes.of(ast.Assign, ast.AnnAssign):
             target = (
                 n.targets[0]
                 if isinstance(n, ast.Assign) and len(n.targets) == 1
@@ -484,11 +483,6 @@ def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
             if sub:
                 stack.extend(reversed(sub))
     return out
-
-
-def _nodes(tree: ast.AST) -> dict[type, list[ast.AST]]:
-    """Every node grouped by type, from one traversal (the validator's index)."""
-    return _Index(tree).by
 
 
 def _parse(text: str) -> ast.Module | Exception:

@@ -25,13 +25,21 @@ import ast
 import difflib
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from pycsamt_lsp.model.package import ABSENT, EXISTS, UNKNOWN, PackageModel, Resolution
 
-__all__ = ["Edit", "Fix", "Problem", "find_problems", "validate_generated_code"]
+__all__ = [
+    "Edit",
+    "Fix",
+    "NodeIndex",
+    "Problem",
+    "find_problems",
+    "validate_generated_code",
+]
 
 #: Unknown reasons that are not worth a warning: beyond an external object,
 #: an untyped value, or a dunder inherited from ``object``.
@@ -130,7 +138,6 @@ class Problem:
         }
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 #: Fields that never hold nodes (or hold only the Load/Store singletons).
 _SCALAR_FIELDS = frozenset(
     {
@@ -152,18 +159,40 @@ _SCALAR_FIELDS = frozenset(
 )
 
 
-class _Index:
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class *cls* that may hold child nodes."""
+    if cls is ast.Constant:
+        return ()
+    return tuple(f for f in getattr(cls, "_fields", ()) if f not in _SCALAR_FIELDS)
+
+
+#: :func:`_child_fields` of every node class ``ast`` exports, computed once
+#: (read-only: a per-process cache filled while walking would be shared state).
+_CHILD_FIELDS: Mapping[type, tuple[str, ...]] = MappingProxyType(
+    {
+        cls: _child_fields(cls)
+        for cls in vars(ast).values()
+        if isinstance(cls, type) and issubclass(cls, ast.AST)
+    }
+)
+
+_N = TypeVar("_N", bound=ast.AST)
+
+
+class NodeIndex:
     """Every node of a tree grouped by type, from one traversal.
 
     ``ast.walk`` costs a generator and a field scan per node; the validator
-    needs several node kinds, so it walks once (cheaper child lookup, no
-    ``ctx`` singletons) and then reads the lists it needs.
+    (and :mod:`pycsamt_lsp.analysis.buffer`) needs several node kinds, so it
+    walks once (cheaper child lookup, no ``ctx`` singletons) and then reads
+    the lists it needs.
     """
 
     def __init__(self, tree: ast.AST) -> None:
         by: dict[type, list[Any]] = {}
         stack = [tree]
         pop, push = stack.pop, stack.append
+        child_fields = _CHILD_FIELDS
         while stack:
             node = pop()
             cls = type(node)
@@ -171,13 +200,10 @@ class _Index:
             if lst is None:
                 lst = by[cls] = []
             lst.append(node)
-            fields = _CHILD_FIELDS.get(cls)
-            if fields is None:
-                fields = _CHILD_FIELDS[cls] = (
-                    ()
-                    if cls is ast.Constant
-                    else tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
-                )
+            try:
+                fields = child_fields[cls]
+            except KeyError:  # a node class ``ast`` does not export
+                fields = _child_fields(cls)
             for f in fields:
                 v = getattr(node, f, None)
                 if v is None:
@@ -190,7 +216,12 @@ class _Index:
                     push(v)
         self.by = by
 
+    def kind(self, cls: type[_N]) -> list[_N]:
+        """The nodes of exactly type *cls*, typed as such (not subclasses)."""
+        return self.by.get(cls, [])
+
     def of(self, *types: type) -> list[Any]:
+        """The nodes of any of *types*, untyped (a union the caller narrows)."""
         if len(types) == 1:
             return self.by.get(types[0], [])
         out: list[Any] = []
@@ -359,7 +390,7 @@ class _Analyzer:
     # -- driver ------------------------------------------------------------------
 
     def run(self, tree: ast.Module) -> None:
-        nodes = _Index(tree)
+        nodes = NodeIndex(tree)
         imports = nodes.of(ast.Import, ast.ImportFrom)
         imports.sort(key=lambda n: (n.lineno, n.col_offset))
         for node in imports:
@@ -653,7 +684,7 @@ class _Analyzer:
 
     # -- bindings in the rest of the code -----------------------------------------------
 
-    def _shadowing(self, nodes: _Index, imports: list[ast.stmt]) -> None:
+    def _shadowing(self, nodes: NodeIndex, imports: list[ast.stmt]) -> None:
         """Drop aliases rebound anywhere else (pyCSAMT's rule: global alias
         inference is unsafe once a name is reassigned or shadowed)."""
         targets: dict[str, set[str | None]] = {}
@@ -707,7 +738,7 @@ class _Analyzer:
                     else:  # pragma: no cover - a second target implies a rebinding
                         rng = (self.dl, self.dc, self.dl, self.dc)
                     self._warn_once(f"shadow:{local}", rng, msg, msg, was)
-        self._stores: dict[str, int] = {}
+        self._stores = {}
         for name, node in sites:
             weight = 1 if isinstance(node, ast.Name) else 2
             self._stores[name] = self._stores.get(name, 0) + weight
@@ -737,7 +768,7 @@ class _Analyzer:
             return self.model.resolve(dotted, module=base)
         return self.model.resolve(dotted)
 
-    def _track_instances(self, nodes: _Index) -> None:
+    def _track_instances(self, nodes: NodeIndex) -> None:
         """``x = Cls(...)`` with ``x`` bound exactly once: ``x.attr`` can be
         checked against the class."""
         stores = self._stores
@@ -761,7 +792,7 @@ class _Analyzer:
 
     # -- attribute chains and calls ---------------------------------------------------
 
-    def _chains_and_calls(self, nodes: _Index) -> None:
+    def _chains_and_calls(self, nodes: NodeIndex) -> None:
         attributes = nodes.of(ast.Attribute)
         inner = {id(n.value) for n in attributes if isinstance(n.value, ast.Attribute)}
         roots = set(self.aliases) | set(self.instances)
@@ -904,13 +935,14 @@ class _Analyzer:
         keywords = [k for k in call.keywords if k.arg is not None]
         if not keywords:
             return
-        bound = (
+        bound = False
+        if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id in self.instances
-        )
-        if bound:
-            dotted = f"{self.instances[func.value.id]}.{func.attr}"  # type: ignore[union-attr]
+        ):
+            bound = True
+            dotted = f"{self.instances[func.value.id]}.{func.attr}"
             res = self.model.resolve(dotted)
         else:
             got = self._resolve_expr(func)
