@@ -58,6 +58,13 @@ def split_sections(text: str, suffix: str) -> list[tuple[str, int, int, str]]:
     sections: list[list] = [["", 1, []]]
     i, n = 0, len(lines)
     in_fence = False
+    # a rst title needs an adornment on its own line or the next: matched
+    # once per line here, so most lines skip the heading test altogether
+    adorned = (
+        [bool(RST_ADORNMENT.match(ln)) for ln in lines] + [False]
+        if suffix != ".md"
+        else []
+    )
     while i < n:
         line = lines[i]
         if suffix == ".md":
@@ -68,7 +75,7 @@ def split_sections(text: str, suffix: str) -> list[tuple[str, int, int, str]]:
                 sections.append([m.group(2).strip(), i + 1, []])
                 i += 1
                 continue
-        else:
+        elif adorned[i] or adorned[i + 1]:
             got = _rst_heading(lines, i)
             if got:
                 sections.append([got[0], i + 1, []])
