@@ -38,3 +38,23 @@ def real_corpus(pycsamt_profile) -> Path:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"real corpus unavailable: {exc}")
+
+
+#: fixtures that start a real server, a real CLI process or need the real corpus
+_E2E_FIXTURES = frozenset(
+    {"client", "lsp_client", "real_client", "real_corpus", "real_corpus_copy"}
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Two lanes: ``-m unit`` (in-process, fixture trees, seconds) and
+    ``-m e2e`` (real server over LSP, CLI processes, the real corpus)."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        e2e = (
+            bool(fixtures & _E2E_FIXTURES)
+            or any(name.startswith("real_") for name in fixtures)
+            or item.get_closest_marker("corpus") is not None
+            or item.get_closest_marker("e2e") is not None
+        )
+        item.add_marker(pytest.mark.e2e if e2e else pytest.mark.unit)
