@@ -134,7 +134,7 @@ def completion_context(
         return CompletionContext("names", m.group(1).replace(" ", ""), m.group(2))
     m = _FROM_MODULE.match(prefix)
     if m:
-        base = re.sub(r"\s+", "", m.group(1)).rstrip(".")
+        base: str | None = re.sub(r"\s+", "", m.group(1)).rstrip(".")
         if not base or set(base) == {"."}:
             base = m.group(1).strip() or None
             if base is None:

@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from pycsamt_lsp.corpus.testfiles import is_test_path
 from pycsamt_lsp.errors import ProfileError
@@ -160,9 +161,10 @@ def _strs(data: dict, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...
 
 def _pairs_of_lists(raw: object, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
-    items = raw.items() if isinstance(raw, dict) else raw
+    # unvalidated TOML: anything not a table or a list of pairs raises below
+    items: Any = raw.items() if isinstance(raw, dict) else raw
     try:
-        for name, values in items:  # type: ignore[union-attr]
+        for name, values in items:
             if not isinstance(name, str) or not all(isinstance(v, str) for v in values):
                 raise TypeError
             out.append((name, tuple(values)))

@@ -122,8 +122,8 @@ def _declared_versions(root: Path, profile: Profile) -> list[tuple[str, str]]:
         pass
     for name in ("_version.py", "__version__.py", "version.py", "__init__.py"):
         rel = f"{profile.package}/{name}"
-        if (root / rel).is_file() and (v := _static_version_literal(root / rel)):
-            add(f"{rel} __version__", None, v)
+        if (root / rel).is_file() and (lit := _static_version_literal(root / rel)):
+            add(f"{rel} __version__", None, lit)
             break
     return found
 
@@ -144,7 +144,7 @@ def read_checkout(root: Path, profile: Profile) -> dict:
     )
     notes, mismatch = [], False
     for src, v in declared[1:]:
-        if _norm_version(v) != _norm_version(version):
+        if _norm_version(v) != _norm_version(declared[0][1]):
             mismatch = True
             notes.append(f"{source} says {version} but {src} says {v}")
     tag_versions = {

@@ -110,8 +110,8 @@ class Target:
                     break
         if best is not None:
             return "def", best
-        m = self.assign.search(low)
-        return ("assign", m.start()) if m else None
+        found = self.assign.search(low)
+        return ("assign", found.start()) if found else None
 
 
 _DEF_PREFIX = re.compile(r"[ \t]*(?:async[ \t]+)?")
@@ -167,7 +167,7 @@ class Query:
 
 def _query_tokens(query: str) -> list[tuple[str, bool]]:
     """``(token, quoted)``: backticked text is code even when it looks like a word."""
-    out = []
+    out: list[tuple[str, bool]] = []
     for m in _QTOKEN.finditer(query):
         if m.group(1) is not None:
             out.extend((t.strip("."), True) for t in re.findall(r"[\w./]+", m.group(1)))

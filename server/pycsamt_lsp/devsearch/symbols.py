@@ -79,14 +79,17 @@ def enclosing(
         for s in syms:
             if s.start <= line <= s.end and (best is None or s.start >= best.start):
                 best = s
-        return best and {
+        if best is None:
+            return None
+        return {
             "name": best.name,
             "kind": best.kind,
             "line_start": best.line,
             "line_end": best.end,
         }
     if rel.endswith(PY_SUFFIXES):  # unparsable Python: indentation scan
-        names, limit = [], None
+        names: list[str] = []
+        limit: int | None = None
         for j in range(line - 1, -1, -1):
             text = lines[j]
             if not text.strip():

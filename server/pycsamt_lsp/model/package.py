@@ -890,7 +890,8 @@ class _ModuleExtractor:
                 for val in loop_env[names[0]]:
                     out.append(
                         "".join(
-                            v.value if isinstance(v, ast.Constant) else val
+                            # an f-string's literal parts are str constants
+                            str(v.value) if isinstance(v, ast.Constant) else val
                             for v in node.values
                         )
                     )
@@ -1531,12 +1532,14 @@ class _GetattrAnalyzer:
                 and isinstance(right, ast.Constant)
                 and right.value is None
             ):
-                s = self._get_var(test.left.id, path)
-                if s is not None and isinstance(
+                got = self._get_var(test.left.id, path)
+                if got is not None and isinstance(
                     op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)
                 ):
                     return (
-                        s if isinstance(op, (ast.IsNot, ast.NotEq)) else s.complement()
+                        got
+                        if isinstance(op, (ast.IsNot, ast.NotEq))
+                        else got.complement()
                     )
             return None
         if isinstance(test, ast.Name):

@@ -156,12 +156,12 @@ def load_model(
             model, shas = None, {}
     if model is None:
         model = PackageModel.build(root, package, workers=workers)
-        current = {
+        current: dict[str, str] = {
             rel: sha_hex(p.read_bytes()) for rel, p in files.items() if _readable(p)
         }
         return model, current, True
     changed = False
-    current: dict[str, str] = {}
+    current = {}
     for rel, p in files.items():
         try:
             data = p.read_bytes()
@@ -203,7 +203,7 @@ def apply_updates(
     new_model = model.copy()
     new_shas = dict(shas)
     for rel, data, tree, new_sha in todo:
-        if data is None:
+        if data is None or new_sha is None:  # None together: a deleted file
             new_model.update_file(rel, None)
             new_shas.pop(rel, None)
         else:
