@@ -21,5 +21,7 @@ echo "== editors: JSON-RPC client (vscode-languageserver-protocol)"
 bash tests/editors/run_jsonrpc.sh
 echo "== editors: Neovim"
 bash tests/editors/nvim_test.sh
+echo "== editors: README snippets (docs/editors) in Neovim 0.11 and Emacs 30 eglot"
+bash tests/editors/editors_test.sh
 echo "== editors: VS Code (code-server, headless Chromium); screenshots in artifacts/vscode-e2e"
 E2E_OUT="$PWD/artifacts/vscode-e2e" bash tests/editors/run_vscode_e2e.sh
