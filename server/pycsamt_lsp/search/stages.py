@@ -105,6 +105,9 @@ INHERIT_MODULES = 8
 #: The stages re-weigh this many of the best seed candidates (more when asked
 #: for a deeper list).
 STAGE_POOL = 300
+#: the stages that re-weigh the pool (the others act on the seed's boost or
+#: on the final scores)
+_RESCORE = ("field_bm25", "inherit", "module_inherit", "code_first")
 #: workflow_keep: the query's workflow appears among this many best chunks.
 KEEP_DEPTH = 10
 PROSE_FACTOR = 0.6
@@ -142,11 +145,13 @@ def symbol_specific(
         or any(ch.isdigit() for ch in w)
         or any(ch.isupper() for ch in w[1:])
     }
-    keep = np.zeros(len(boosted), bool)
-    for leaf, slots in matches:
-        if leaf in specific:
-            keep[slots] = True
-    undo = boosted[idx] & ~keep[idx]
+    undo = boosted[idx]
+    if specific:
+        keep = np.zeros(len(boosted), bool)
+        for leaf, slots in matches:
+            if leaf in specific:
+                keep[slots] = True
+        undo &= ~keep[idx]
     return np.where(undo, s / boost, s) if undo.any() else s
 
 
@@ -188,8 +193,8 @@ class StageAux:
         module_doc = (kinds == "module_doc") & alive if n else np.zeros(0, bool)
         mod_slot: dict[str, int] = {}
         for slot in np.flatnonzero(module_doc).tolist():
-            if t.symbols[slot]:
-                mod_slot[t.symbols[slot]] = slot
+            if name := t.symbols[slot]:
+                mod_slot[name] = slot
         children: dict[int, list[int]] = {}
         for slot in np.flatnonzero(code).tolist():
             sym = t.symbols[slot]
@@ -307,27 +312,33 @@ def apply_stages(
     *in_workflow* (aligned with *idx*) marks the chunks of the query's
     workflow, for ``workflow_keep``.
     """
-    on = [x for x in STAGES[:-1] if x not in disable]
-    if not on or not len(idx):
+    if not len(idx):
         return s
-    out = _rescore(snap, st, query, idx, base, s, on, depth, PROSE_FACTOR)
-    if "workflow_keep" in on:
-        if in_workflow is not None:
-            out = _keep_one(out, in_workflow)
-        out = _keep_one(out, st.prose[idx] & st.workflow[idx])
+    on = [x for x in _RESCORE if x not in disable]
+    out = _rescore(snap, st, query, idx, base, s, on, depth, PROSE_FACTOR) if on else s
+    if "workflow_keep" not in disable:
+        guides = st.prose[idx] & st.workflow[idx]
+        out = _keep_one(out, in_workflow, guides)
     return out
 
 
-def _keep_one(s: np.ndarray, mine: np.ndarray) -> np.ndarray:
-    """*s* with the best of *mine* among the :data:`KEEP_DEPTH` best."""
-    if len(s) <= KEEP_DEPTH or not mine.any():
+def _keep_one(s: np.ndarray, *masks: np.ndarray | None) -> np.ndarray:
+    """*s* with the best of each mask among the :data:`KEEP_DEPTH` best.
+
+    One partition finds the cut; a lift goes just above it (and moves it).
+    """
+    if len(s) <= KEEP_DEPTH:
         return s
-    kth = np.partition(-s, KEEP_DEPTH - 1)[KEEP_DEPTH - 1]
-    if (mine & (-s <= kth)).any():
-        return s
-    j = np.flatnonzero(mine)[np.argmax(s[mine])]
-    out = s.copy()
-    out[j] = -kth * (1.0 + 1e-9)
+    out = s
+    kth = -np.partition(-s, KEEP_DEPTH - 1)[KEEP_DEPTH - 1]
+    for mine in masks:
+        if mine is None or not mine.any() or (mine & (out >= kth)).any():
+            continue
+        j = np.flatnonzero(mine)[np.argmax(out[mine])]
+        if out is s:
+            out = s.copy()
+        out[j] = kth * (1.0 + 1e-9)
+        kth = -np.partition(-out, KEEP_DEPTH - 1)[KEEP_DEPTH - 1]
     return out
 
 
@@ -366,11 +377,38 @@ def _stages(
         if names.any():
             mult = np.divide(s, base, out=np.zeros_like(s), where=base > 0)
             s = s + FIELD_WEIGHT * names * mult
+    # the best module docstrings and their own symbols among the candidates,
+    # found once for module_inherit and code_first
+    mods = (
+        _module_pairs(st, idx, s)
+        if "module_inherit" in on or "code_first" in on
+        else None
+    )
     if "inherit" in on or "module_inherit" in on:
-        s = _inherit(snap, st, idx, s, "inherit" in on, "module_inherit" in on)
+        s = _inherit(
+            snap, st, idx, s, "inherit" in on, mods if "module_inherit" in on else None
+        )
     if "code_first" in on:
-        s = _code_first(st, query, idx, s, pf)
+        s = _code_first(st, query, idx, s, pf, mods)
     return s
+
+
+def _module_pairs(
+    st: StageAux, idx: np.ndarray, s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(module position, symbol position)`` pairs of the best modules."""
+    mods = np.flatnonzero(st.module_doc[idx])
+    owners: list[int] = []
+    groups: list[np.ndarray] = []
+    for j in _top(mods, s, INHERIT_MODULES).tolist() if len(mods) else ():
+        kids = st.module_children.get(int(idx[j]))
+        if kids is not None:
+            owners.append(j)
+            groups.append(kids)
+    if not groups:
+        return None
+    own, pos, _ = _spread(idx, owners, groups, [0.0] * len(owners))
+    return (own, pos) if len(pos) else None
 
 
 def _top(js: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
@@ -405,12 +443,12 @@ def _inherit(
     idx: np.ndarray,
     s: np.ndarray,
     from_prose: bool,
-    from_module: bool,
+    mods: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:
     owners: list[int] = []
     groups: list[np.ndarray] = []
     shares: list[float] = []
-    prose = np.flatnonzero(st.prose[idx]) if from_prose else ()
+    prose = np.flatnonzero(st.prose[idx]) if from_prose else np.zeros(0, np.intp)
     if len(prose):
         for j in _top(prose, s, INHERIT_TOP).tolist():
             named = st.named_by(snap, int(idx[j]))
@@ -418,45 +456,35 @@ def _inherit(
                 owners.append(j)
                 groups.append(named)
                 shares.append(INHERIT_SHARE)
-    mods = np.flatnonzero(st.module_doc[idx]) if from_module else ()
-    for j in _top(mods, s, INHERIT_MODULES).tolist() if len(mods) else ():
-        kids = st.module_children.get(int(idx[j]))
-        if kids is not None:
-            owners.append(j)
-            groups.append(kids)
-            shares.append(MODULE_SHARE)
-    if not groups:
-        return s
-    own, pos, share = _spread(idx, owners, groups, shares)
     bonus = np.zeros(len(idx))
     # only candidates get evidence: a chunk must match the query itself
-    np.maximum.at(bonus, pos, share * s[own])
+    if groups:
+        own, pos, share = _spread(idx, owners, groups, shares)
+        np.maximum.at(bonus, pos, share * s[own])
+    if mods is not None:
+        np.maximum.at(bonus, mods[1], MODULE_SHARE * s[mods[0]])
     return s + bonus
 
 
 def _code_first(
-    st: StageAux, query: str, idx: np.ndarray, s: np.ndarray, pf: float
+    st: StageAux,
+    query: str,
+    idx: np.ndarray,
+    s: np.ndarray,
+    pf: float,
+    mods: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:
     prose = st.prose[idx]
     out = s * np.where(prose, pf, 1.0)
     if prose.any() and is_howto(query):
         lead = np.flatnonzero(prose)[np.argmax(s[prose])]
         out[lead] = s[lead]
-    owners: list[int] = []
-    groups: list[np.ndarray] = []
-    mods = np.flatnonzero(st.module_doc[idx])
-    for j in _top(mods, out, INHERIT_MODULES).tolist() if len(mods) else ():
-        kids = st.module_children.get(int(idx[j]))
-        if kids is not None:
-            owners.append(j)
-            groups.append(kids)
-    if groups:
-        own, pos, _ = _spread(idx, owners, groups, [0.0] * len(owners))
-        if len(pos):
-            best = np.zeros(len(idx))
-            np.maximum.at(best, own, out[pos])
-            # a module docstring scored above its best own symbol goes below it
-            out = np.minimum(out, np.where(best > 0, best * MODULE_FACTOR, np.inf))
+    if mods is not None:
+        own, pos = mods
+        best = np.zeros(len(idx))
+        np.maximum.at(best, own, out[pos])
+        # a module docstring scored above its best own symbol goes below it
+        out = np.minimum(out, np.where(best > 0, best * MODULE_FACTOR, np.inf))
     return out
 
 
