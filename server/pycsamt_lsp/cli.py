@@ -21,7 +21,7 @@ import sys
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pycsamt_lsp import __version__
 from pycsamt_lsp.commands.catalog import default_registry
@@ -41,7 +41,7 @@ _VERSION = f"pycsamt-lsp {__version__}"
 class _Parser(argparse.ArgumentParser):
     """argparse with the one-line error rule (no usage block on bad input)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

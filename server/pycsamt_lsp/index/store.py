@@ -106,7 +106,8 @@ def save_snapshot(
     atomic_write(
         index_dir / "meta.json", lambda fh: fh.write(json.dumps(meta).encode("utf-8"))
     )
-    arrays = snap.bm25.renumbered(order).arrays()
+    # Any: numpy's stub types savez(**kwds) together with its allow_pickle flag
+    arrays: dict[str, Any] = snap.bm25.renumbered(order).arrays()
     arrays.update(
         offsets=offsets,
         priority=table.priority[order],

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -71,7 +72,7 @@ def _edits(fix: Any) -> list[types.TextEdit]:
     return out
 
 
-def _wants(only: list[str] | None, kind: str) -> bool:
+def _wants(only: Sequence[str] | None, kind: str) -> bool:
     """Does the client's ``only`` filter admit *kind* (kinds are dotted
     hierarchies: ``source`` admits ``source.fixAll.pycsamt``)?"""
     if only is None:

@@ -33,9 +33,11 @@ async def on_definition(
     def work() -> list[types.Location] | None:
         index, _cur = doc.index(ws)
         got = card_at(ws, index, line, col)
-        if got is None or got[1].uri is None:
+        if got is None:
             return None
         card = got[1]
+        if card.uri is None:
+            return None
         at = max((card.line or 1) - 1, 0)
         pos = types.Position(line=at, character=0)
         return [types.Location(uri=card.uri, range=types.Range(start=pos, end=pos))]

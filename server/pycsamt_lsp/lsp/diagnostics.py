@@ -331,8 +331,8 @@ async def publish(ls: PycsamtServer, uri: str) -> None:
         except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server
             log.warning("diagnostics for %s failed: %s", uri, describe_error(exc))
             return
-        if diags is None:  # over budget or busy: keep what the client shows
-            return
+    if diags is None:  # over budget or busy: keep what the client shows
+        return
     doc = ls.workspace.text_documents.get(unquote(uri))
     if doc is None or doc.version != version:
         return  # closed or edited meanwhile: a newer run will publish

@@ -121,7 +121,7 @@ class PycsamtProtocol(LanguageServerProtocol):
         """Leave objects as parsed; :meth:`handle_message` structures once."""
         return data
 
-    def handle_message(self, message: Any) -> None:  # type: ignore[override]
+    def handle_message(self, message: Any) -> None:
         if not isinstance(message, dict):
             log.warning(
                 "refused a JSON-RPC message that is not an object (%s)",

@@ -129,8 +129,8 @@ class RankAux:
                 np.array(
                     [
                         -1
-                        if t.workflows[i] is None
-                        else wf_ids.setdefault(t.workflows[i], len(wf_ids))
+                        if (w := t.workflows[i]) is None
+                        else wf_ids.setdefault(w, len(wf_ids))
                         for i in new
                     ],
                     np.int16,
@@ -243,6 +243,7 @@ def search(
     exp_terms = [] if "expansion" in disable else profile.expand(query)
     if exp_terms:
         base = base + EXPANSION_WEIGHT * bm25.scores(exp_terms)
+    wf: str | None
     if workflow:
         wf = workflow
     elif "expansion" in disable:
@@ -290,7 +291,11 @@ def search(
     depth = k if not per_file else min(len(s), k * 4 + 50)
     # confidence (DESIGN 5) reads the seed's s_max, not the stages' scores
     info["top_score"] = float(s.max())
-    mine = aux.wf_code[idx] == aux.wf_ids[wf] if wf in aux.wf_ids else None
+    mine = (
+        np.equal(aux.wf_code[idx], aux.wf_ids[wf])
+        if wf is not None and wf in aux.wf_ids
+        else None
+    )
     s = apply_stages(snap, aux.stages, query, idx, base[idx], s, disable, depth, mine)
     info["n_candidates"] = len(idx)
     if depth < len(s):

@@ -101,7 +101,7 @@ class Workspace:
         self._lock = threading.RLock()
         self._state = _State()
         self._bundled = bundled_recipes_dir()
-        self.listeners: list[Callable[[Snapshot], None]] = []
+        self.listeners: list[Callable[[Snapshot], object]] = []
         self.long_lived = long_lived
         self._child_build = ChildBuild()
         #: the static package model, kept current with the index
