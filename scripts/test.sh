@@ -11,6 +11,9 @@ echo "== ruff"
 ruff check server tests benchmarks
 ruff format --check server tests benchmarks
 
+echo "== mypy"
+mypy
+
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider
 
