@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from pycsamt_lsp.answer.registry import RegistryCache
 from pycsamt_lsp.corpus.profile import load_profile, profile_from_dict
 from pycsamt_lsp.routing import (
     INTENTS,
     SCOPES,
     LineRegistry,
     Router,
-    cached_line_registry,
     discover_registry_files,
     load_line_registry,
     load_records,
@@ -208,14 +208,20 @@ def test_a_broken_registry_warns_once_across_requests(checkout: Path, caplog) ->
     bad = checkout / "projects" / "bad_project_registry.yml"
     bad.write_text("lines: [unclosed\n")
     with caplog.at_level(logging.WARNING, logger="pycsamt_lsp.routing.registry"):
-        regs = [cached_line_registry(checkout) for _ in range(5)]
+        cache = RegistryCache()  # the workspace's (answer/registry)
+        regs = [cache.load(discover_registry_files(checkout)) for _ in range(5)]
     assert len(caplog.records) == 1
     assert all(r is regs[0] for r in regs) and "L18PLT" in regs[0].names()
     # fixed on disk: read again, no new warning, the new line is known
     bad.write_text("lines:\n  L40PLT: {edi_dir: data/L40PLT}\n")
     caplog.clear()
-    reg = cached_line_registry(checkout)
-    assert reg is not regs[0] and "L40PLT" in reg.names() and not caplog.records
+    reg = cache.load(discover_registry_files(checkout))
+    assert (
+        reg is not None
+        and reg is not regs[0]
+        and "L40PLT" in reg.names()
+        and not caplog.records
+    )
 
 
 def test_a_broken_workspace_toml_gives_one_warning_and_routing_goes_on(

@@ -14,7 +14,6 @@ from pycsamt_lsp.routing.registry import (
     LineRegistry,
     RegistryFileError,
     SurveyLine,
-    cached_line_registry,
     discover_registry_files,
     load_line_registry,
 )
@@ -30,7 +29,6 @@ __all__ = [
     "Router",
     "SurveyLine",
     "WorkflowClassifier",
-    "cached_line_registry",
     "discover_registry_files",
     "load_line_registry",
     "load_records",

@@ -31,7 +31,6 @@ __all__ = [
     "LineRegistry",
     "RegistryFileError",
     "SurveyLine",
-    "cached_line_registry",
     "discover_registry_files",
     "load_line_registry",
     "read_registry_file",
@@ -363,33 +362,4 @@ def load_line_registry(
     paths = discover_registry_files(*roots) + [Path(f) for f in files or ()]
     for path in paths:
         reg.add_file(path)
-    return reg
-
-
-_CACHE: dict[tuple[str, ...], tuple[tuple, LineRegistry]] = {}
-
-
-def cached_line_registry(*roots: str | Path | None) -> LineRegistry:
-    """:func:`load_line_registry` for callers that ask on every request.
-
-    The files are re-read (and a bad one warned about) only when the set of
-    registry files or one of their sizes / modification times changes, so a
-    broken registry gives one warning, not one per request.
-    """
-    files = discover_registry_files(*roots)
-    sig = []
-    for p in files:
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        sig.append((str(p), st.st_mtime_ns, st.st_size))
-    key = tuple(str(Path(r).expanduser()) for r in roots if r)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] == tuple(sig):
-        return hit[1]
-    reg = LineRegistry()
-    for p in files:
-        reg.add_file(p)
-    _CACHE[key] = (tuple(sig), reg)
     return reg

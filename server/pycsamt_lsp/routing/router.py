@@ -324,19 +324,14 @@ class Router:
         return done("question", 0.4, "fallback", wf=wf)
 
 
-_ROUTERS: dict[int, tuple[Any, Router]] = {}
-
-
 def route(
     request: str, profile: Any, registry: LineRegistry | None = None
 ) -> RouteDecision:
     """Route *request* with *profile*'s cues and *registry*'s survey lines.
 
-    The compiled cues are cached per profile object, so a call costs only the
-    matching (tens of microseconds).
+    A one-off call: it compiles the profile's cues (a few milliseconds) each
+    time. A caller that routes every request keeps a :class:`Router` instead
+    (the workspace's :class:`~pycsamt_lsp.answer.service.AnswerService` does),
+    so no compiled router outlives its owner or is shared between workspaces.
     """
-    hit = _ROUTERS.get(id(profile))
-    if hit is None or hit[0] is not profile:
-        hit = (profile, Router(profile))
-        _ROUTERS[id(profile)] = hit
-    return hit[1].route(request, registry)
+    return Router(profile).route(request, registry)
