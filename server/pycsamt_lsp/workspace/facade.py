@@ -46,6 +46,7 @@ from pycsamt_lsp.index.store import (
     load_snapshot,
     save_snapshot,
 )
+from pycsamt_lsp.index.workers import main_script_hidden
 from pycsamt_lsp.model.package import PackageModel
 from pycsamt_lsp.model.state import (
     process_file,
@@ -228,9 +229,9 @@ class Workspace:
             with ProcessPoolExecutor(
                 self.workers, mp_context=ctx, initializer=heap.no_gc
             ) as pool:
-                for i, (rel, fc, info) in enumerate(
-                    pool.map(process_file, jobs, chunksize=32)
-                ):
+                with main_script_hidden():  # the workers start in map's submits
+                    results = pool.map(process_file, jobs, chunksize=32)
+                for i, (rel, fc, info) in enumerate(results):
                     take(i, rel, fc, info)
         else:
             for i, job in enumerate(jobs):
