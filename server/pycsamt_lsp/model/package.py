@@ -44,6 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pycsamt_lsp.corpus.testfiles import is_test_module
@@ -2954,7 +2955,7 @@ def _extract_files(root: str, package: str, rels: list[str]) -> list[ModuleInfo]
 _MESON_EXT_RE = re.compile(r"extension_module\(\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")
 
 #: Which file describes a module when several have its name (see ``modules``).
-_KIND_RANK = {"stub": 4, "cython": 3, "source": 2, "compiled": 1}
+_KIND_RANK = MappingProxyType({"stub": 4, "cython": 3, "source": 2, "compiled": 1})
 
 
 def module_info_from_bytes(
