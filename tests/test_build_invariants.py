@@ -123,3 +123,25 @@ def test_model_extraction_leaves_no_cyclic_garbage() -> None:
 def test_setattr_scan_sees_nested_calls_and_skips_self_and_classes() -> None:
     info = ModuleInfo.from_source(SOURCE.encode(), name="pkg.mod", rel="pkg/mod.py")
     assert info.injects == ["injected_name"]
+
+
+def test_main_script_hidden_only_while_workers_start(monkeypatch) -> None:
+    import sys
+    import types
+
+    from pycsamt_lsp.index.workers import main_script_hidden
+
+    fake = types.ModuleType("__main__")
+    fake.__file__ = "/usr/bin/pycsamt-lsp"
+    fake.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    with main_script_hidden():
+        # what multiprocessing.spawn reads to decide to re-run the script
+        assert getattr(sys.modules["__main__"], "__file__", None) is None
+    assert fake.__file__ == "/usr/bin/pycsamt-lsp"
+    with_spec = types.ModuleType("__main__")
+    with_spec.__file__ = "/x/__main__.py"
+    with_spec.__spec__ = types.SimpleNamespace(name="pycsamt_lsp.__main__")
+    monkeypatch.setitem(sys.modules, "__main__", with_spec)
+    with main_script_hidden():  # ``python -m``: spawn already skips it
+        assert with_spec.__file__ == "/x/__main__.py"
