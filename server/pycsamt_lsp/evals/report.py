@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pycsamt_lsp.evals.metrics import METRICS
@@ -10,18 +11,21 @@ from pycsamt_lsp.evals.routing_metrics import format_routing
 
 __all__ = ["format_report"]
 
-_SHORT = {
-    "symbol_recall": "sym_recall",
-    "hit_at_k": "hit@k",
-    "mrr_at_k": "mrr@k",
-    "ndcg_at_10": "ndcg@10",
-    "workflow_accuracy": "wf_acc",
-    "workflow_in_topk": "wf_topk",
-    "no_test_in_topk": "no_test",
-    "nonempty_rate": "nonempty",
-    "hallucination_violations": "violations",
-    "test_pollution": "pollution",
-}
+#: Column headers of the metrics (read-only).
+_SHORT = MappingProxyType(
+    {
+        "symbol_recall": "sym_recall",
+        "hit_at_k": "hit@k",
+        "mrr_at_k": "mrr@k",
+        "ndcg_at_10": "ndcg@10",
+        "workflow_accuracy": "wf_acc",
+        "workflow_in_topk": "wf_topk",
+        "no_test_in_topk": "no_test",
+        "nonempty_rate": "nonempty",
+        "hallucination_violations": "violations",
+        "test_pollution": "pollution",
+    }
+)
 
 
 def _fmt_metric(name: str, value: Any, n: int | None = None) -> str:
