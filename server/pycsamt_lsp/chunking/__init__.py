@@ -20,7 +20,8 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
     caller logs and counts.
     """
     try:
-        text = data.decode("utf-8")
+        # utf-8-sig: a BOM is not content (ast.parse refused the U+FEFF)
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return FileChunks([], None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     if "\x00" in text:
@@ -31,7 +32,12 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
                 tree = ast.parse(text, filename=rel)
             except (SyntaxError, ValueError) as exc:
                 return FileChunks([], None, f"syntax error: {exc}")
-            return FileChunks(chunk_python(rel, text, profile, tree), tree)
+            except (RecursionError, MemoryError) as exc:  # one deep expression
+                return FileChunks([], None, f"too deeply nested to parse: {exc}")
+            try:
+                return FileChunks(chunk_python(rel, text, profile, tree), tree)
+            except RecursionError:
+                return FileChunks([], None, "too deeply nested to chunk")
     recipe_prefix = profile.recipe_dir.rstrip("/") + "/"
     kind = "recipe" if rel.startswith(recipe_prefix) else "doc_section"
     return FileChunks(chunk_doc(rel, text, profile, kind=kind))

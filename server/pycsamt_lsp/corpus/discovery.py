@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.corpus.safety import read_regular, screen
 from pycsamt_lsp.errors import CorpusError
 
 __all__ = [
@@ -198,16 +199,19 @@ def discover_root(
 
 
 def hash_file(path: Path, max_bytes: int) -> tuple[bytes, bytes] | None:
-    """Read a file and return ``(data, sha256 digest)``; None when too large."""
-    with open(path, "rb") as fh:
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
+    """Read a file and return ``(data, sha256 digest)``; None when too large.
+
+    A FIFO or device raises :class:`OSError` at once (never blocks)."""
+    data = read_regular(path, max_bytes)
+    if data is None:
         return None
     return data, hashlib.sha256(data).digest()
 
 
 def _walk(top: Path) -> Iterator[Path]:
-    """Regular files under *top*, sorted, skipping caches and symlinked dirs."""
+    """Files under *top*, sorted, skipping caches and not descending into
+    symlinked dirs; anything that is not a directory is yielded, for
+    :func:`~pycsamt_lsp.corpus.safety.screen` to keep or refuse (and count)."""
     try:
         entries = sorted(os.scandir(top), key=lambda e: e.name)
     except OSError as exc:
@@ -219,18 +223,35 @@ def _walk(top: Path) -> Iterator[Path]:
         try:
             if entry.is_dir(follow_symlinks=False):
                 yield from _walk(Path(entry.path))
-            elif entry.is_file():
+            else:
                 yield Path(entry.path)
         except OSError:
             continue
 
 
-def iter_corpus_files(root: Path, profile: Profile) -> Iterator[tuple[str, Path]]:
+def iter_corpus_files(
+    root: Path, profile: Profile, refused: dict[str, str] | None = None
+) -> Iterator[tuple[str, Path]]:
     """``(rel, path)`` of every file the profile indexes, bundled recipes included.
 
     Recipes shipped with the server are listed under ``assistant_recipes/``
-    unless the corpus has its own file of the same relative path.
+    unless the corpus has its own file of the same relative path. Files that
+    are not regular, lead out of the corpus or have unsafe names are left out
+    and put in *refused* (``rel -> reason``; :mod:`corpus.safety`).
     """
+    own: set[str] = set()
+    for rel, p in screen(root, _own_files(root, profile), refused):
+        own.add(rel)
+        yield rel, p
+    bundled = bundled_recipes_dir()
+    if bundled is not None:
+        for p in _walk(bundled):
+            rel = f"{BUNDLED_PREFIX}/{p.relative_to(bundled).as_posix()}"
+            if rel not in own and profile.should_index(rel):
+                yield from screen(bundled, [(rel, p)], refused)
+
+
+def _own_files(root: Path, profile: Profile) -> Iterator[tuple[str, Path]]:
     seen: set[str] = set()
     for doc in profile.root_docs:
         p = root / doc
@@ -243,13 +264,6 @@ def iter_corpus_files(root: Path, profile: Profile) -> Iterator[tuple[str, Path]
             continue
         for p in _walk(top):
             rel = p.relative_to(root).as_posix()
-            if rel not in seen and profile.should_index(rel):
-                seen.add(rel)
-                yield rel, p
-    bundled = bundled_recipes_dir()
-    if bundled is not None:
-        for p in _walk(bundled):
-            rel = f"{BUNDLED_PREFIX}/{p.relative_to(bundled).as_posix()}"
             if rel not in seen and profile.should_index(rel):
                 seen.add(rel)
                 yield rel, p

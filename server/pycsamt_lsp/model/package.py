@@ -47,6 +47,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular
 from pycsamt_lsp.corpus.testfiles import is_test_module
 from pycsamt_lsp.index.heap import paused_gc
 from pycsamt_lsp.pyast.signatures import params_of
@@ -2936,8 +2937,10 @@ def _extract_files(root: str, package: str, rels: list[str]) -> list[ModuleInfo]
             continue
         dotted, is_pkg, kind = meta
         try:
-            data = (Path(root) / rel).read_bytes()
-        except OSError as exc:
+            data = read_regular(Path(root) / rel, MODEL_MAX_BYTES)
+            if data is None:
+                raise OSError(f"larger than {MODEL_MAX_BYTES} bytes")
+        except OSError as exc:  # a FIFO fails at once (issue 19)
             out.append(
                 ModuleInfo(
                     name=dotted,

@@ -21,6 +21,7 @@ from typing import Any
 
 from pycsamt_lsp.chunking import FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, screen
 from pycsamt_lsp.index.tokenize import term_counts
 from pycsamt_lsp.model.package import (
     ModuleInfo,
@@ -57,7 +58,8 @@ def module_files(root: Path, package: str) -> dict[str, Path]:
             rel = f"{rel_dir}/{fn}"
             if module_name_for(rel, package) is not None:
                 out[rel] = Path(dirpath) / fn
-    return out
+    # no FIFO, symlink out of the corpus, bad name or 50 MB file (issue 19)
+    return dict(screen(root, out.items(), max_bytes=MODEL_MAX_BYTES))
 
 
 def module_info(

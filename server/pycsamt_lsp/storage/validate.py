@@ -73,7 +73,7 @@ def check_meta(meta: Any, n_chunks: int) -> None:
             raise IndexLoadError(f"meta.json column {key!r} is missing or not a list")
         if len(col) != n_chunks:
             raise IndexLoadError(
-                f"meta.json column {key!r} has {len(col)} entries, not {n_chunks}"
+                f"meta.json column {key!r} has {len(col)} entries, not the number of chunks ({n_chunks})"
             )
         if not all(isinstance(v, types) for v in col):
             raise IndexLoadError(

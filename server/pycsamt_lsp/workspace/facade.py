@@ -37,6 +37,7 @@ from pycsamt_lsp.corpus.discovery import (
     scan_corpus,
 )
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.corpus.safety import file_refusal, shown
 from pycsamt_lsp.errors import BuildCancelled, QueryError
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.snapshot import Snapshot
@@ -245,8 +246,11 @@ class Workspace:
             t0 = time.perf_counter()
             if progress:
                 progress(0, f"scanning {self.root}")
+            refused: dict[str, str] = {}  # not regular, outside, bad names
             entries, contents, skips = scan_corpus(
-                self.root, self.profile, self._files()
+                self.root,
+                self.profile,
+                iter_corpus_files(self.root, self.profile, refused),
             )
             fp = fingerprint({r: e.sha256 for r, e in entries.items()})
             model_only, model_shas = self.package_model.unindexed_files(contents)
@@ -258,6 +262,7 @@ class Workspace:
                 skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
             for rel in skips.unreadable:
                 skipped[rel] = "unreadable"
+            skipped.update(refused)
             if progress:
                 progress(88, "building the BM25 index")
             snap = Snapshot.build(per_file, fp, skipped, counts)
@@ -402,6 +407,13 @@ class Workspace:
         """``file://`` URI of a corpus-relative path (bundled recipes included)."""
         return self._abs_of(rel).resolve().as_uri()
 
+    def _base_of(self, rel: str) -> Path:
+        """The root *rel* must stay inside: the corpus, or the bundled recipes."""
+        bundled = rel.startswith(BUNDLED_PREFIX + "/") and self._bundled is not None
+        if bundled and not (self.root / rel).exists():
+            return self._bundled  # type: ignore[return-value]
+        return self.root
+
     def _abs_of(self, rel: str) -> Path:
         if rel.startswith(BUNDLED_PREFIX + "/") and self._bundled is not None:
             own = self.root / rel
@@ -416,6 +428,13 @@ class Workspace:
         for rel in rels:
             if not self.profile.should_index(rel):
                 seen[rel] = ("gone", None)
+                continue
+            why = file_refusal(self._base_of(rel), rel, self._abs_of(rel))
+            if why == "no such file":
+                seen[rel] = ("gone", None)
+                continue
+            if why is not None:  # a symlink out, a FIFO, a bad name (issue 19)
+                seen[rel] = ("skip", why)
                 continue
             try:
                 got = hash_file(self._abs_of(rel), limit)
@@ -451,8 +470,15 @@ class Workspace:
             if paths is not None:
                 rels: set[str] = set()
                 for p in paths:
-                    rel = self.rel_of(p)
+                    try:
+                        rel = self.rel_of(p)
+                    except (ValueError, OSError) as exc:  # NUL, bad name
+                        log.warning("ignored changed path %r: %s", shown(str(p)), exc)
+                        continue
                     if rel is None:
+                        log.info(
+                            "ignored changed path outside the corpus: %s", shown(str(p))
+                        )
                         continue
                     if self._abs_of(rel).is_dir():
                         paths = None  # a folder changed: rescan everything
