@@ -139,7 +139,8 @@ async def _fix_all(
     language = language_of(doc, uri)
     if language is None or len(doc.source) > ls.max_document_chars:
         return None
-    if await ls.editor_workspace() is None:
+    ws = await ls.editor_workspace(uri)
+    if ws is None:
         return None
     try:
         diags = await ls.run_blocking(
@@ -148,6 +149,7 @@ async def _fix_all(
             ls,
             doc.source,
             language,
+            ws,
             budget=ls.diagnostics_budget,
         )
     except Exception:  # noqa: BLE001 - no action rather than an error

@@ -69,7 +69,7 @@ def _item(ws: Workspace, c: Completion, docs: bool) -> types.CompletionItem:
 async def on_completion(
     ls: PycsamtServer, params: types.CompletionParams
 ) -> types.CompletionList | None:
-    ws = await ls.editor_workspace()
+    ws = await ls.editor_workspace(params.text_document.uri)
     if ws is None:
         return None
     doc = Doc(ls, params.text_document.uri, "completion")

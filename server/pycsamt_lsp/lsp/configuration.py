@@ -118,22 +118,23 @@ def push(ls: PycsamtServer, settings: Any) -> bool:
 def _looks_flat(raw: dict) -> bool:
     """An object of our own keys (``{"corpusRoot": ...}``) rather than a
     whole configuration tree of other sections."""
-    import dataclasses  # noqa: PLC0415 - tiny, only here
+    import dataclasses  # tiny, only here
 
     ours = {f.name for f in dataclasses.fields(Settings)} | {"openai", "diagnostics"}
     return any(k in ours for k in raw)
 
 
-def apply(ls: PycsamtServer, *, reason: str) -> None:
+def apply(ls: PycsamtServer, *, reason: str, restart: bool = False) -> None:
     """Act on the current settings: (re)start the index when the corpus
-    changed (never twice for one corpus), else hand the answering layer its
-    settings; re-check the open documents."""
-    from pycsamt_lsp.lsp import diagnostics, indexing  # noqa: PLC0415 - no cycle
+    changed (never twice for one corpus) or *restart* says the folders that
+    select it changed, else hand the answering layer its settings; re-check
+    the open documents."""
+    from pycsamt_lsp.lsp import diagnostics, indexing  # no cycle
 
     if not ls.config_done or ls.loop is None or ls.shutdown_requested:
         return  # `initialized` has not pulled yet: it applies once it has
     key = corpus_key(ls.settings)
-    if key != ls.started_key:
+    if key != ls.started_key or restart:
         first = ls.started_key is None
         ls.started_key = key
         if not first:

@@ -22,7 +22,7 @@ log = logging.getLogger("pycsamt_lsp")
 async def on_definition(
     ls: PycsamtServer, params: types.DefinitionParams
 ) -> list[types.Location] | None:
-    ws = await ls.editor_workspace()
+    ws = await ls.editor_workspace(params.text_document.uri)
     if ws is None:
         return None
     doc = Doc(ls, params.text_document.uri, "definition")

@@ -37,6 +37,7 @@ from pycsamt_lsp.lsp.protocol import describe_error
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = [
     "CODES_HELP",
@@ -135,9 +136,12 @@ def python_regions(text: str, language: str) -> list[tuple[int, str]]:
     return []
 
 
-def compute(ls: PycsamtServer, text: str, language: str) -> list[types.Diagnostic]:
-    """Diagnostics of one document (runs in a worker thread)."""
-    ws = ls.ws
+def compute(
+    ls: PycsamtServer, text: str, language: str, ws: Workspace | None = None
+) -> list[types.Diagnostic]:
+    """Diagnostics of one document against *ws* (the primary workspace by
+    default; runs in a worker thread)."""
+    ws = ws if ws is not None else ls.ws
     if ws is None:
         return []
     ws.ensure_model()
@@ -284,7 +288,8 @@ async def current(
             ls.max_document_chars,
         )
         return version, []
-    if await ls.editor_workspace() is None:
+    ws = await ls.editor_workspace(uri)
+    if ws is None:
         return None
     diags = await ls.run_blocking(
         f"diagnostics of {uri}",
@@ -292,6 +297,7 @@ async def current(
         ls,
         text,
         language,
+        ws,
         budget=ls.diagnostics_budget,
     )
     return version, diags
@@ -318,7 +324,8 @@ async def publish(ls: PycsamtServer, uri: str) -> None:
         diags: list[types.Diagnostic] | None = []
     else:
         try:
-            if await ls.editor_workspace() is None:
+            ws = await ls.editor_workspace(uri)
+            if ws is None:
                 return
             diags = await ls.run_blocking(
                 f"diagnostics of {uri}",
@@ -326,6 +333,7 @@ async def publish(ls: PycsamtServer, uri: str) -> None:
                 ls,
                 text,
                 language,
+                ws,
                 budget=ls.diagnostics_budget,
             )
         except Exception as exc:  # noqa: BLE001 - a bad buffer never crashes the server

@@ -28,7 +28,7 @@ log = logging.getLogger("pycsamt_lsp")
 
 
 async def on_hover(ls: PycsamtServer, params: types.HoverParams) -> types.Hover | None:
-    ws = await ls.editor_workspace()
+    ws = await ls.editor_workspace(params.text_document.uri)
     if ws is None:
         return None
     doc = Doc(ls, params.text_document.uri, "hover")

@@ -24,6 +24,7 @@ from pycsamt_lsp.answer.context import configure
 from pycsamt_lsp.corpus.discovery import discover_root
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.errors import BuildCancelled, CorpusError, ProfileError
+from pycsamt_lsp.lsp import folders
 from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:
@@ -37,15 +38,13 @@ _WATCH_GLOBS = ("**/*.py", "**/*.rst", "**/*.md")
 
 
 def workspace_folder(ls: PycsamtServer) -> str | None:
-    """The first workspace folder's path (or the root path), if any."""
-    try:
-        folders = list(ls.workspace.folders.values())
-    except RuntimeError:
-        return None
-    if folders:
-        return to_fs_path(folders[0].uri)
-    root = ls.workspace.root_path
-    return root or None
+    """The first workspace folder that holds the profile's package, else the
+    first folder (or the root path), if any (:mod:`.folders`)."""
+    holding = folders.corpus_folders(ls)
+    if holding:
+        return str(holding[0])
+    paths = folders.folder_paths(ls)
+    return str(paths[0]) if paths else None
 
 
 async def start(ls: PycsamtServer) -> None:
@@ -92,6 +91,7 @@ async def start(ls: PycsamtServer) -> None:
     finally:
         if not model_loaded.done():
             model_loaded.set_result(None)
+    await folders.sync(ls)  # the other folders that hold a corpus
 
 
 def configure_ask(ls: PycsamtServer) -> None:
@@ -188,14 +188,13 @@ async def run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
 
 
 def _root_in_workspace(ls: PycsamtServer, root: Path) -> bool:
-    folder = workspace_folder(ls)
-    if not folder:
-        return False
-    try:
-        root.resolve().relative_to(Path(folder).resolve())
-        return True
-    except ValueError:
-        return False
+    for folder in folders.folder_paths(ls):
+        try:
+            root.resolve().relative_to(folder.resolve())
+            return True
+        except ValueError:
+            continue
+    return False
 
 
 async def _start_watching(ls: PycsamtServer) -> None:

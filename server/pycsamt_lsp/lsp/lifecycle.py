@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.lsp import configuration
+from pycsamt_lsp.lsp import configuration, folders
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
@@ -88,12 +88,27 @@ async def on_configuration(
     configuration.apply(ls, reason="didChangeConfiguration")
 
 
+async def on_folders(
+    ls: PycsamtServer, _params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    """``workspace/didChangeWorkspaceFolders`` (pygls has updated the folder
+    list): the folders' workspaces follow (:mod:`.folders`)."""
+    await folders.on_folders_changed(
+        ls,
+        lambda: configuration.apply(
+            ls, reason="didChangeWorkspaceFolders", restart=True
+        ),
+    )
+
+
 async def on_shutdown(ls: PycsamtServer, *_args) -> None:
     ls.shutdown_requested = True
     if ls.watch_stop is not None:
         ls.watch_stop.set()
     if ls.ws is not None:
         ls.ws.cancel_build()  # a build process must not outlive the server
+    for extra in ls.extra.values():  # the other folders' workspaces (lsp.folders)
+        extra.cancel_build()
     for handle in (ls.flush_timer, ls.persist_timer, *ls.diagnostics_timers.values()):
         if handle is not None:
             handle.cancel()
@@ -123,5 +138,6 @@ def register(ls: PycsamtServer) -> None:
     ls.feature(types.INITIALIZE)(on_initialize)
     ls.feature(types.INITIALIZED)(on_initialized)
     ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(on_configuration)
+    ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(on_folders)
     ls.feature(types.SHUTDOWN)(on_shutdown)
     ls.feature(types.EXIT)(on_exit)

@@ -49,6 +49,7 @@ from pycsamt_lsp.lsp import (
     completion,
     definition,
     diagnostics,
+    folders,
     hover,
     indexing,
     lifecycle,
@@ -109,6 +110,9 @@ class PycsamtServer(LanguageServer):
         self.config_done = False
         self.started_key: tuple | None = None
         self.start_task: asyncio.Task | None = None
+        #: multi-root: the other folders' workspaces by resolved root (lsp.folders)
+        self.extra: dict[str, Workspace] = {}
+        self.extra_opened: dict[str, asyncio.Future] = {}
         self.ws: Workspace | None = None
         self.state = "starting"
         self.percent = 0
@@ -204,14 +208,18 @@ class PycsamtServer(LanguageServer):
             raise QueryError(self.index_error or "no index is available")
         return self.ws
 
-    async def editor_workspace(self) -> Workspace | None:
-        """The workspace for an editor request, its package model loaded
-        (the one-off model load is not charged to a request's budget), or
-        None when there is no index to answer from."""
+    async def editor_workspace(self, uri: str | None = None) -> Workspace | None:
+        """The workspace for an editor request on *uri* (the workspace
+        folder's that contains it, else the primary one), its package model
+        loaded (the one-off model load is not charged to a request's
+        budget), or None when there is no index to answer from."""
         try:
             ws = await self.workspace_ready()
         except QueryError:
             return None
+        own = folders.workspace_for(self, uri)
+        if own is not None and own is not ws:
+            return own if await folders.extra_ready(self, own, 600.0) else None
         fut = self.model_loaded
         if fut is not None and not fut.done():
             try:
