@@ -330,7 +330,7 @@ def _edit_loop(
 
 def bench_peer(texts: list[str], queries: list[str], reps: int) -> dict[str, Any]:
     try:
-        import bm25s  # noqa: PLC0415
+        import bm25s
     except ImportError:
         return bench_rank_bm25(texts, queries, reps)
     gc.collect()
@@ -371,7 +371,7 @@ def bench_peer(texts: list[str], queries: list[str], reps: int) -> dict[str, Any
 
 
 def bench_rank_bm25(texts: list[str], queries: list[str], reps: int) -> dict[str, Any]:
-    from rank_bm25 import BM25Okapi  # noqa: PLC0415
+    from rank_bm25 import BM25Okapi
 
     before = settled_rss_kb()
     t0 = time.perf_counter()

@@ -58,10 +58,10 @@ def test_structure_with_a_custom_error_and_location():
 class SettingsSchema:
     """The server's settings expressed as metadata (what lsp/settings.py checks)."""
 
-    corpusRoot: str | None = field(
+    corpusRoot: str | None = field(  # noqa: N815
         default=None,
         metadata={"message": "must be a path string", "empty_is_none": True},
-    )  # noqa: N815
+    )
     profile: str = field(default="pycsamt", metadata={"nonempty": True})
     resultCount: int = field(default=10, metadata={"min": 1, "max": 200})  # noqa: N815
     dense: bool = False
@@ -71,10 +71,10 @@ class SettingsSchema:
     showSyntaxErrors: bool = False  # noqa: N815
     watch: str = field(default="auto", metadata={"choices": WATCH_MODES})
     debounceMs: int = field(default=250, metadata={"min": 0, "max": 10_000})  # noqa: N815
-    indexDir: str | None = field(
+    indexDir: str | None = field(  # noqa: N815
         default=None,
         metadata={"message": "must be a path string", "empty_is_none": True},
-    )  # noqa: N815
+    )
 
 
 VALUES = [

@@ -12,11 +12,11 @@ from lsp_helpers import write_fixture_corpus
 
 pytest.importorskip("pypdf")
 
-from pycsamt_lsp.answer.context import answer_question  # noqa: E402
-from pycsamt_lsp.answer.settings import AskSettings  # noqa: E402
-from pycsamt_lsp.chunking import Chunk  # noqa: E402
-from pycsamt_lsp.chunking import pdf as pdf_mod  # noqa: E402
-from pycsamt_lsp.chunking.pdf import (  # noqa: E402
+from pycsamt_lsp.answer.context import answer_question
+from pycsamt_lsp.answer.settings import AskSettings
+from pycsamt_lsp.chunking import Chunk
+from pycsamt_lsp.chunking import pdf as pdf_mod
+from pycsamt_lsp.chunking.pdf import (
     OVERFETCH,
     PaperIndex,
     build_paper_index,
@@ -25,8 +25,8 @@ from pycsamt_lsp.chunking.pdf import (  # noqa: E402
     extract_pages,
     prose_check,
 )
-from pycsamt_lsp.corpus.profile import load_profile  # noqa: E402
-from pycsamt_lsp.workspace.facade import Workspace  # noqa: E402
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.workspace.facade import Workspace
 
 PROSE_1 = (
     "Static shift is a frequency independent displacement of apparent resistivity "

@@ -133,7 +133,7 @@ def reference(snap, query, *, workflow=None, feedback=None, disable=(), k=100):
     wf = workflow or infer(query)
     out = []
     for slot in snap.alive_slots():
-        L = float(base[slot])
+        L = float(base[slot])  # noqa: N806 - DESIGN 5's name for the lexical score
         if L == 0.0:
             continue
         c = snap.table.get(slot)

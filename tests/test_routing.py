@@ -511,7 +511,7 @@ def test_routing_imports_no_workspace_or_lsp_module() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    mods = eval(out)  # noqa: S307 - our own printed list
+    mods = eval(out)  # our own printed list
     assert all(
         m == "pycsamt_lsp"
         or m.startswith(("pycsamt_lsp.routing", "pycsamt_lsp.errors"))

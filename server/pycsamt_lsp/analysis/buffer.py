@@ -102,6 +102,7 @@ class BufferIndex:
     refs: dict[int, list[Ref]] = field(default_factory=dict)
 
     def add(self, ref: Ref) -> None:
+        """Record *ref* under its line (:meth:`ref_at` looks up one line's refs)."""
         self.refs.setdefault(ref.line, []).append(ref)
 
     def ref_at(self, line: int, col: int) -> Ref | None:
@@ -120,6 +121,7 @@ class BufferIndex:
         return self._guess(line, col)
 
     def all_refs(self) -> list[Ref]:
+        """Every reference, in line order (what diagnostics and highlights walk)."""
         return [r for line in sorted(self.refs) for r in self.refs[line]]
 
     def resolve_text(self, expr: str) -> tuple[str, str | None, bool] | None:

@@ -53,6 +53,9 @@ class BufferCache:
     def get(
         self, uri: str, text: str, package: str, current: str | None
     ) -> BufferIndex:
+        """The analysis of *text*, reused while the URI's text, package and module
+        are unchanged (an editor asks on every keystroke); else analysed afresh.
+        """
         with self._lock:
             hit = self._items.get(uri)
             if (
@@ -117,6 +120,7 @@ class Completion:
 
     @property
     def private(self) -> bool:
+        """An underscore name: ranked after the public ones (:attr:`sort_text`)."""
         return self.name.startswith("_")
 
     @property
@@ -129,6 +133,9 @@ class Completion:
         return f"{rank}{self.name.lower()}"
 
     def card(self, ws: Workspace) -> Card | None:
+        """The candidate's symbol card (documentation for the completion item), if
+        the workspace's model knows it.
+        """
         return card_for(
             ws, self.dotted, module=self.module, import_path=self.import_path
         )

@@ -61,6 +61,9 @@ class Evidence:
     uri: str
 
     def citation(self) -> dict[str, Any]:
+        """The citation record an answer returns: where the chunk is (path, lines,
+        page), what it is, and its score, numbered as in the answer text.
+        """
         c = self.chunk
         page = c.metadata.get("page")
         return {
@@ -80,6 +83,9 @@ class Evidence:
         }
 
     def where(self) -> str:
+        """``path, page N`` or ``path:start-end`` (or the bare path): how the
+        answer text points a reader at the source.
+        """
         c = self.chunk
         if c.metadata.get("page"):
             return f"{c.source_path}, page {c.metadata['page']}"
@@ -123,10 +129,14 @@ class AssembledContext:
 
     @property
     def confident(self) -> bool:
+        """Enough to answer without hedging: project context was found, or the
+        best retrieval score clears ``CONFIDENCE_FLOOR``.
+        """
         return bool(self.project_context) or self.top_score >= CONFIDENCE_FLOOR
 
     @property
     def citations(self) -> list[dict[str, Any]]:
+        """One :meth:`Evidence.citation` per evidence chunk, in rank order."""
         return [e.citation() for e in self.evidence]
 
     def lead(self) -> Evidence | None:

@@ -102,6 +102,12 @@ def clip(text: str, limit: int) -> str:
 
 
 def first_sentence(text: str, max_len: int = 200) -> tuple[str, str]:
+    """``(first sentence, the rest)`` of a docstring or section.
+
+    The first sentence of the first paragraph, cut to *max_len* with an
+    ellipsis; the rest is the later paragraphs (or, for a single paragraph,
+    what follows the first sentence), so a summary line never repeats.
+    """
     text = (text or "").strip()
     if not text:
         return "", ""

@@ -80,9 +80,11 @@ class Card:
 
     @property
     def leaf(self) -> str:
+        """The last segment of the qualified name (what a completion list shows)."""
         return self.qualname.rsplit(".", 1)[-1]
 
     def param(self, name: str) -> Param | None:
+        """The parameter called *name*, or None (a keyword hover asks for one)."""
         for p in self.params:
             if p.name == name:
                 return p
@@ -96,6 +98,9 @@ class Card:
         return f"{self.kind} {self.qualname}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form: lists instead of tuples, plus the ``link`` to the
+        source.
+        """
         d = asdict(self)
         d["params"] = [asdict(p) for p in self.params]
         for k in ("methods", "members", "bases", "decorators"):

@@ -84,10 +84,14 @@ class Chunk:
 
     @property
     def line_start(self) -> int | None:
+        """First source line (1-based) from the metadata; None for chunks without
+        lines (PDF pages).
+        """
         return self.metadata.get("line_start")
 
     @property
     def line_end(self) -> int | None:
+        """Last source line (1-based, inclusive), or None like :attr:`line_start`."""
         return self.metadata.get("line_end")
 
     @property

@@ -75,6 +75,7 @@ class SkipReport:
 
     @property
     def count(self) -> int:
+        """How many files were passed over, for every reason."""
         return len(self.too_large) + len(self.unreadable)
 
 

@@ -181,6 +181,14 @@ def read_checkout(root: Path, profile: Profile) -> dict:
 
 
 def evidence(data: bytes, read_at: str, checkout: dict, after: bytes | None) -> dict:
+    """The provenance record of a file a developer search read.
+
+    SHA-256 and size of *data* as read, when (*read_at*), the checkout's
+    revision and package version (with where each came from), and
+    ``changed_during_search`` when a re-read (*after*, None if the re-read
+    failed) differs: the answer says which bytes it quotes and whether they
+    are still on disk.
+    """
     digest = hashlib.sha256(data).hexdigest()
     changed = after is None or hashlib.sha256(after).hexdigest() != digest
     flags = [

@@ -90,6 +90,7 @@ def _read_bytes(path: Path, max_bytes: int) -> bytes | None:
 
 
 def now_iso() -> str:
+    """UTC now as ISO 8601 with milliseconds and a ``Z`` (``read_at`` stamps)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -102,6 +103,9 @@ def read_bytes(path: Path, max_bytes: int) -> bytes | None:
 
 
 def eligible_roots(profile: Profile) -> list[str]:
+    """The profile's devsearch roots (else its corpus roots) as normalised
+    relative POSIX paths; any root climbing out with ``..`` is dropped.
+    """
     out: list[str] = []
     for r in profile.devsearch_roots or profile.roots:
         parts = [p for p in r.replace("\\", "/").split("/") if p not in ("", ".")]
@@ -111,6 +115,9 @@ def eligible_roots(profile: Profile) -> list[str]:
 
 
 def dir_refusal(name: str) -> str | None:
+    """Why a folder called *name* is never searched (hidden, cache or build,
+    generated assets), or None when it may be.
+    """
     low = name.lower()
     if name.startswith("."):
         return "hidden folder"
@@ -122,6 +129,10 @@ def dir_refusal(name: str) -> str | None:
 
 
 def file_refusal(name: str, profile: Profile) -> str | None:
+    """Why a file called *name* is never read (hidden, a sensitive name such
+    as a key or credentials file, a generated asset, not a text type of the
+    profile), or None when it may be.
+    """
     low = name.lower()
     if name.startswith("."):
         return "hidden or environment file"
@@ -135,12 +146,18 @@ def file_refusal(name: str, profile: Profile) -> str | None:
 
 
 def role(rel: str, profile: Profile) -> str:
+    """``TEST_ROLE``, ``source`` or ``documentation``: how a hit is labelled
+    (a test shows expected behaviour, not the implementation).
+    """
     if profile.is_test_path(rel):
         return TEST_ROLE
     return "source" if rel.endswith((*PY_SUFFIXES, ".pyx", ".pxd")) else "documentation"
 
 
 def root_dir(root: Path) -> Path:
+    """The corpus root resolved; :class:`DevSearchError` when it cannot be
+    resolved or is not a folder.
+    """
     try:
         real = Path(root).expanduser().resolve()
     except (OSError, RuntimeError, TypeError) as exc:
@@ -230,6 +247,9 @@ def load(real: Path, rel: str, max_bytes: int) -> tuple[bytes, str, str]:
 
 
 def reread(real: Path, max_bytes: int) -> bytes | None:
+    """*real* read again after a search, for ``changed_during_search``; None
+    when it is gone, unreadable or now too large (counted as changed).
+    """
     try:
         return read_bytes(real, max_bytes)
     except OSError:

@@ -72,6 +72,12 @@ def _component_patterns(
 
 @dataclass(frozen=True)
 class Term:
+    """One query term with its weight and compiled patterns (see :func:`parse_query`).
+
+    ``kind`` decides the weight: a whole identifier, a plain word, or a part
+    of a split identifier.
+    """
+
     low: str  # the key
     probe: str  # a lowercase literal every match contains (cheap pre-filter)
     kind: str  # identifier | word | part
@@ -119,6 +125,10 @@ _DEF_PREFIX = re.compile(r"[ \t]*(?:async[ \t]+)?")
 
 @dataclass
 class Query:
+    """A parsed developer query: its terms, the symbols it names as definition
+    targets, and path hints (a hit under a hinted path ranks higher).
+    """
+
     terms: list[Term] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)

@@ -27,6 +27,9 @@ _DEF_BONUS, _ASSIGN_BONUS, _PATH_BONUS, _HINT_BONUS = 10.0, 4.0, 1.5, 8.0
 
 
 def has_whole_term(h: Hit, q: Query) -> bool:
+    """True when *h* matched a term that is not only an identifier part, or a
+    path hint: a file that only matches fragments is not a strong hit.
+    """
     return any(q.terms[i].kind != "part" for i in h.tf) or any(
         hint_matches(hint, h.cand.rel) for hint in q.hints
     )

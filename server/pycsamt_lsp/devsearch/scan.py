@@ -28,6 +28,8 @@ __all__ = ["Cand", "Hit", "enumerate_files", "hint_matches", "limit_hit", "scan"
 
 @dataclass
 class Cand:
+    """A file that passed the path policy, to be read and matched."""
+
     rel: str
     path: Path
     size: int
@@ -35,6 +37,10 @@ class Cand:
 
 @dataclass
 class Hit:
+    """A candidate that matched: its bytes as read, per-term match counts and
+    the definitions of query targets it holds (scored by ``rank.rank_hits``).
+    """
+
     cand: Cand
     data: bytes
     text: str
@@ -45,6 +51,9 @@ class Hit:
 
 
 def limit_hit(name: str, bound: object, message: str) -> dict:
+    """The record of a search limit reached (``limits_hit`` in the result), so
+    a bounded search says what it did not look at.
+    """
     return {"limit": name, "bound": bound, "message": message}
 
 

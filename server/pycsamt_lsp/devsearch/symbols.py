@@ -20,6 +20,10 @@ __all__ = ["Sym", "enclosing", "py_symbols"]
 
 @dataclass(frozen=True)
 class Sym:
+    """A def or class of a Python file with its line span (1-based): ``start``
+    includes decorators, ``sig_end`` ends the signature.
+    """
+
     name: str  # qualified: Cls.method
     kind: str
     start: int  # first decorator line

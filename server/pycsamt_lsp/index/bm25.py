@@ -194,14 +194,19 @@ class BM25Index:
 
     @property
     def n_slots(self) -> int:
+        """Slots in the arrays, removed documents included (array lengths)."""
         return len(self.alive)
 
     @property
     def n_docs(self) -> int:
+        """Live documents: what idf counts (removed slots are not documents)."""
         return int(self.alive.sum())
 
     @property
     def avgdl(self) -> float:
+        """Mean length of the live documents (BM25's length normalisation); 0.0
+        for an empty index.
+        """
         n = self.n_docs
         return float(self.doc_len[self.alive].sum()) / n if n else 0.0
 

@@ -46,6 +46,9 @@ class TextSource:
         return os.pread(self.fd, length, offset)
 
     def read(self, offset: int, length: int) -> Chunk:
+        """The chunk at *offset*, parsed; the last 512 read stay cached (the top
+        chunks of related queries are read again and again).
+        """
         with self._lock:
             hit = self._cache.get(offset)
             if hit is not None:
@@ -84,6 +87,7 @@ class ChunkTable:
 
     @classmethod
     def from_chunks(cls, chunks: Sequence[Chunk]) -> ChunkTable:
+        """A table holding *chunks* in slots ``0..n-1``."""
         t = cls(
             [],
             [],
@@ -195,9 +199,13 @@ class Snapshot:
 
     @property
     def n_chunks(self) -> int:
+        """Live chunks (the index's document count)."""
         return self.bm25.n_docs
 
     def alive_slots(self) -> Iterable[int]:
+        """Slots of the live chunks, grouped by file in path order (the order a
+        saved index and the embedding store are written in).
+        """
         for _rel, (_sha, slots) in sorted(self.files.items()):
             yield from slots
 

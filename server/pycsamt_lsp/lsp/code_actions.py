@@ -152,7 +152,7 @@ async def _fix_all(
             ws,
             budget=ls.diagnostics_budget,
         )
-    except Exception:  # noqa: BLE001 - no action rather than an error
+    except Exception:  # no action rather than an error
         log.exception("fix-all failed")
         return None
     fixable = [d for d in diags or [] if unambiguous_fix(d.data) is not None]

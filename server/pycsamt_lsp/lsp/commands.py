@@ -52,7 +52,7 @@ def _make_command(cmd: Command):
             result = await server.run_blocking(
                 name, cmd.handler, ctx, parsed, lane="command"
             )
-        except Exception as exc:  # noqa: BLE001 - every failure is answered
+        except Exception as exc:  # every failure is answered
             if is_argument_error(exc):
                 log.info("%s: %s", name, describe_error(exc))
                 raise JsonRpcInvalidParams(

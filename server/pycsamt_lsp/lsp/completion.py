@@ -91,7 +91,7 @@ async def on_completion(
 
     try:
         return await ls.run_blocking("completion", work, budget=ls.editor_budget)
-    except Exception:  # noqa: BLE001 - no candidates rather than an error
+    except Exception:  # no candidates rather than an error
         log.exception("completion failed")
         return None
 
@@ -127,7 +127,7 @@ async def on_resolve(
         return await ls.run_blocking(
             "completion resolve", work, budget=ls.editor_budget, default=item
         )
-    except Exception:  # noqa: BLE001 - the item as it came
+    except Exception:  # the item as it came
         log.exception("completion resolve failed")
         return item
 

@@ -44,7 +44,7 @@ async def on_definition(
 
     try:
         return await ls.run_blocking("definition", work, budget=ls.editor_budget)
-    except Exception:  # noqa: BLE001 - no location rather than an error
+    except Exception:  # no location rather than an error
         log.exception("definition failed")
         return None
 

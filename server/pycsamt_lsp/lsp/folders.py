@@ -156,7 +156,7 @@ async def _open_extra(ls: PycsamtServer, key: str, ws: Workspace) -> None:
         )
         if ws.snapshot is not None:
             await ls.run_blocking("model load", ws.ensure_model, lane="command")
-    except Exception:  # noqa: BLE001 - that folder answers nothing, the rest works
+    except Exception:  # that folder answers nothing, the rest works
         log.exception("opening the workspace of %s failed", key)
     finally:
         fut = ls.extra_opened.get(key)
@@ -171,7 +171,7 @@ def _index_changed(ls: PycsamtServer) -> None:
     for fn in list(ls.on_index_changed):
         try:
             fn(ls)
-        except Exception:  # noqa: BLE001 - one feature must not break others
+        except Exception:  # one feature must not break others
             log.exception("index-change hook failed")
 
 

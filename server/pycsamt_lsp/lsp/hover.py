@@ -51,7 +51,7 @@ async def on_hover(ls: PycsamtServer, params: types.HoverParams) -> types.Hover 
 
     try:
         return await ls.run_blocking("hover", work, budget=ls.editor_budget)
-    except Exception:  # noqa: BLE001 - a hover never fails the request
+    except Exception:  # a hover never fails the request
         log.exception("hover failed")
         return None
 
@@ -66,7 +66,7 @@ def _warm(ls: PycsamtServer) -> None:
     async def run() -> None:
         try:
             await ls.run_blocking("card warm-up", warm, ws, lane="command")
-        except Exception:  # noqa: BLE001 - a warm-up failure only costs latency
+        except Exception:  # a warm-up failure only costs latency
             log.info("card warm-up failed", exc_info=True)
 
     ls.spawn(run())

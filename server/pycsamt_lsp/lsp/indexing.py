@@ -86,7 +86,7 @@ async def start(ls: PycsamtServer) -> None:
         if ws.snapshot is not None:
             try:
                 await ls.run_blocking("model load", ws.ensure_model, lane="command")
-            except Exception:  # noqa: BLE001 - diagnostics retry it on first use
+            except Exception:  # diagnostics retry it on first use
                 log.exception("loading the package model failed")
     finally:
         if not model_loaded.done():
@@ -163,7 +163,7 @@ async def run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
         if use_progress:
             progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
         return None
-    except Exception as exc:  # noqa: BLE001 - reported to the user, server stays up
+    except Exception as exc:  # reported to the user, server stays up
         log.exception("indexing failed")
         ls.state, ls.index_error = "error", f"indexing failed: {exc}"
         if use_progress:
@@ -240,7 +240,7 @@ async def _watch_server_side(
     ls: PycsamtServer, root: Path, stop: asyncio.Event
 ) -> None:
     """Watch the corpus with ``watchfiles`` (Rust ``notify``; batches events)."""
-    import watchfiles  # noqa: PLC0415 - only this watcher mode needs the extension
+    import watchfiles  # only this watcher mode needs the extension
 
     profile = ls.ws.profile if ls.ws else None
 
@@ -309,7 +309,7 @@ async def _flush_pending(ls: PycsamtServer) -> None:
             report = await ls.run_blocking(
                 "refresh", ls.ws.refresh, paths, lane="command"
             )
-        except Exception:  # noqa: BLE001 - logged; the old snapshot keeps serving
+        except Exception:  # logged; the old snapshot keeps serving
             log.exception("refresh failed for %d paths", len(paths))
             return
         n = len(report["changed"]) + len(report["added"]) + len(report["removed"])
@@ -344,7 +344,7 @@ def index_changed(ls: PycsamtServer) -> None:
     for fn in list(ls.on_index_changed):
         try:
             fn(ls)
-        except Exception:  # noqa: BLE001 - one feature must not break others
+        except Exception:  # one feature must not break others
             log.exception("index-change hook failed")
 
 

@@ -57,6 +57,9 @@ class Lane:
     running: int = 0
 
     def pool(self) -> ThreadPoolExecutor:
+        """The lane's thread pool, created on first use (a server that never runs
+        a job of this lane starts no threads).
+        """
         if self.executor is None:
             self.executor = ThreadPoolExecutor(
                 max_workers=self.limit, thread_name_prefix=f"pycsamt-{self.name}"

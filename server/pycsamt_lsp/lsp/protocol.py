@@ -122,6 +122,10 @@ class PycsamtProtocol(LanguageServerProtocol):
         return data
 
     def handle_message(self, message: Any) -> None:
+        """Structure and dispatch one parsed JSON-RPC message (the one place it
+        is structured, see the module docstring): whatever is wrong with it is
+        answered with an error response or logged, never a traceback.
+        """
         if not isinstance(message, dict):
             log.warning(
                 "refused a JSON-RPC message that is not an object (%s)",
@@ -192,6 +196,9 @@ class OneLineFormatter(logging.Formatter):
     the exception's type and message); the package's own keep theirs."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """One line per record: pygls' multi-line messages and tracebacks are cut
+        to their first line plus the exception, so a log stays greppable.
+        """
         if record.name.startswith("pygls"):
             text = record.getMessage()
             line = (text.splitlines() or [""])[0][:300]

@@ -184,9 +184,13 @@ class PycsamtServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def apply_log_level(self) -> None:
+        """Set the ``pycsamt_lsp`` logger to the ``logLevel`` setting."""
         logging.getLogger("pycsamt_lsp").setLevel(LEVELS[self.settings.logLevel][0])
 
     def update_settings(self, raw: Any) -> None:
+        """Merge *raw* client settings into the current ones; each invalid value
+        keeps its previous setting and is reported (log and a warning message).
+        """
         new, problems = self.settings.merged(raw)
         self.settings = new
         self.apply_log_level()

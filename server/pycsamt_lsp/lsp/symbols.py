@@ -63,7 +63,7 @@ async def on_workspace_symbol(
 
     try:
         return await ls.run_blocking("workspace symbols", work, budget=ls.editor_budget)
-    except Exception:  # noqa: BLE001 - no symbols rather than an error
+    except Exception:  # no symbols rather than an error
         log.exception("workspace symbol search failed")
         return None
 

@@ -59,7 +59,7 @@ def params_of(
     (source slicing when the file's lines are at hand, ``ast.unparse``
     otherwise); *drop_self* leaves out a leading ``self`` / ``cls``.
     """
-    _unparse = text  # noqa: N806 - local rebinding keeps the body readable
+    _unparse = text  # local rebinding keeps the body readable
     a = node if isinstance(node, ast.arguments) else node.args
     out: list[dict] = []
     positional = [(p, "positional_only") for p in a.posonlyargs] + [
@@ -139,7 +139,7 @@ def signature_of(
     node: ast.AST, text: Render = unparse, params: list[dict] | None = None
 ) -> str:
     """``name(args) -> ret`` for a def, ``class Name(bases)`` for a class."""
-    _unparse = text  # noqa: N806
+    _unparse = text
     name = getattr(node, "name", "")
     if isinstance(node, ast.ClassDef):
         bases = [b for b in (_unparse(x) for x in node.bases) if b]

@@ -79,6 +79,9 @@ class RankAux:
 
     @classmethod
     def of(cls, snap: Snapshot) -> RankAux:
+        """The boost vectors of *snap*'s chunk table, from one pass over its
+        columns (no chunk text is read).
+        """
         t = snap.table
         wf_ids: dict[str, int] = {}
         kind_ids: dict[str, int] = {}

@@ -182,6 +182,9 @@ class StageAux:
 
     @classmethod
     def of(cls, snap: Snapshot) -> StageAux:
+        """The stage arrays of *snap*: kind masks over live slots, module docs by
+        module name and their code children, and the name field.
+        """
         t = snap.table
         n = len(t)
         # slots an update removed stay in the table: they must name nothing

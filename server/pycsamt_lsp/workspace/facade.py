@@ -178,7 +178,7 @@ class Workspace:
         for fn in list(self.listeners):
             try:
                 fn(snap)
-            except Exception:  # noqa: BLE001 - a listener must not break indexing
+            except Exception:  # a listener must not break indexing
                 log.exception("snapshot listener failed")
 
     # -- building ------------------------------------------------------------

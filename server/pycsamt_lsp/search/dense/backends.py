@@ -71,7 +71,10 @@ class EmbeddingBackend(Protocol):
 
     name: str
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised vector per text, rows in input order (so a dot
+        product is the cosine).
+        """
 
 
 @lru_cache(maxsize=200_000)
@@ -93,6 +96,9 @@ class HashingBackend:
     dim = HASH_DIM
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Hashed token and character 4-gram features per text, log-scaled and
+        L2-normalised: the same text gives the same vector in any process.
+        """
         out = np.zeros((len(texts), HASH_DIM), np.float32)
         for row, text in enumerate(texts):
             feats: Counter[str] = Counter()
@@ -133,6 +139,7 @@ class MiniLMBackend:
         self.dim = self._bert.w["embeddings.word_embeddings.weight"].shape[1]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The local MiniLM's sentence vectors, L2-normalised."""
         return l2_normalize(self._bert.encode(list(texts)))
 
 
@@ -165,6 +172,9 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors from the embeddings endpoint, in batches of ``batch_size``
+        (an empty text is sent as one space, which the API requires).
+        """
         import openai
 
         client = openai.OpenAI(

@@ -194,6 +194,10 @@ class NumpyBert:
         return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
 
     def encode(self, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """Mean-pooled sentence vectors of *texts* (rows in input order).
+
+        Texts are batched by token length, so padding stays short.
+        """
         ids = [self.tok.ids(t or " ", self.max_len) for t in texts]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         dim = self.w["embeddings.word_embeddings.weight"].shape[1]

@@ -67,9 +67,13 @@ class EmbeddingStore:
 
     @property
     def dim(self) -> int:
+        """Vector width (0 for an empty store)."""
         return int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
 
     def row_of(self) -> dict[str, int]:
+        """Chunk id -> row, to carry vectors of unchanged chunks over to a new
+        store instead of embedding them again.
+        """
         return {cid: i for i, cid in enumerate(self.ids)}
 
 
