@@ -26,7 +26,11 @@ from typing import Any, NoReturn
 from pycsamt_lsp import __version__
 from pycsamt_lsp.commands.catalog import default_registry
 from pycsamt_lsp.commands.registry import Command, CommandRegistry, field_specs
-from pycsamt_lsp.corpus.discovery import discover_root, fetch_corpus
+from pycsamt_lsp.corpus.discovery import (
+    discover_root,
+    fetch_corpus,
+    fetch_distribution,
+)
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.errors import CliError, PycsamtError
 from pycsamt_lsp.workspace.facade import Workspace
@@ -127,6 +131,12 @@ def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
         "--dest",
         help="cache folder (default: $PYCSAMT_LSP_CACHE or ~/.cache/pycsamt-lsp)",
     )
+    p.add_argument(
+        "distribution",
+        nargs="?",
+        help="fetch: any NAME or NAME==VERSION instead of the profile's",
+    )
+    _add_profile_parser(sub)
 
     for name, cmd in registry.by_cli_name().items():
         spec = cmd.cli
@@ -155,6 +165,33 @@ def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the description as JSON")
     p.add_argument("-v", "--verbose", action="count", default=0, help=argparse.SUPPRESS)
     return ap
+
+
+def _add_profile_parser(sub: Any) -> None:
+    """``profile init PACKAGE [--root R] [--out FILE]`` (issue 17)."""
+    p = sub.add_parser("profile", help="write a starting profile for any package")
+    p.add_argument("action", choices=["init"], help="init: print or write a profile")
+    p.add_argument("package", help="import name of the package, e.g. skimage")
+    p.add_argument(
+        "--root", help="checkout, sdist or site-packages (default: installed copy)"
+    )
+    p.add_argument("--out", help="write the profile here (refuses to overwrite)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help=argparse.SUPPRESS)
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    from pycsamt_lsp.corpus.profile_init import init_profile
+
+    text, root = init_profile(args.package, args.root)
+    if not args.out:
+        print(text, end="")
+        return 0
+    out = Path(args.out)
+    if out.exists():
+        raise CliError(f"{out} exists; not overwriting it")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out} (corpus root {root})")
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -218,7 +255,11 @@ def _run_registered(
 def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
     if args.cmd == "corpus":
         profile = load_profile(args.profile)
-        if args.action == "fetch":
+        if args.action == "fetch" and args.distribution:
+            root = fetch_distribution(
+                args.distribution, Path(args.dest) if args.dest else None
+            )
+        elif args.action == "fetch":
             root = fetch_corpus(profile, Path(args.dest) if args.dest else None)
         else:
             root = discover_root(profile, args.root, workspace=Path.cwd())
@@ -234,6 +275,8 @@ def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
     if args.cmd == "commands":
         _emit(args, registry.describe(), format_commands)
         return 0
+    if args.cmd == "profile":
+        return _run_profile(args)
     name = getattr(args, "_command", None)
     if name is None:
         raise CliError(f"unknown command {args.cmd!r}")

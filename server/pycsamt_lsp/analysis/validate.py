@@ -64,7 +64,6 @@ class Edit:
     new_text: str
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (inside a :class:`Fix`'s ``edits``)."""
         return {
             "line": self.line,
             "col": self.col,
@@ -85,7 +84,6 @@ class Fix:
     replacement: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form, its edits included (a diagnostic's ``data``)."""
         return {
             "title": self.title,
             "candidate": self.candidate,
@@ -125,7 +123,6 @@ class Problem:
     summary: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form, fixes included (what reports and tools serialise)."""
         return {
             "code": self.code,
             "severity": self.severity,
@@ -1156,7 +1153,21 @@ def validate_generated_code(code: str, model: PackageModel) -> dict[str, Any]:
     """The seed's report: ``{"ok", "syntax_ok", "errors", "warnings", "checked"}``.
 
     ``ok`` means no detected errors in the performed checks, not full
-    correctness (as in pyCSAMT's validator, which this mirrors)."""
+    correctness (as in pyCSAMT's validator, which this mirrors).
+
+    Raises :class:`~pycsamt_lsp.errors.CorpusError` when the profile's
+    package is not in the corpus at all: an "ok, nothing checked" there would
+    be a silent pass for every hallucinated import (issue 17)."""
+    if model.package not in model.modules:
+        from pycsamt_lsp.errors import CorpusError
+
+        where = f" at {model.root}" if model.root is not None else ""
+        raise CorpusError(
+            f"package {model.package!r} is not in the corpus{where} (no "
+            f"{model.package}/ or src/{model.package}/ folder): check the "
+            f"profile's `package` and --root, or write a profile with "
+            f"`pycsamt-lsp profile init PACKAGE --root ROOT`"
+        )
     if not (code or "").strip():
         return {
             "ok": False,

@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,7 @@ __all__ = [
     "cache_dir",
     "discover_root",
     "fetch_corpus",
+    "fetch_distribution",
     "fingerprint",
     "hash_file",
     "iter_corpus_files",
@@ -101,61 +103,193 @@ def bundled_recipes_dir() -> Path | None:
 def fetch_corpus(
     profile: Profile, dest: Path | None = None, *, quiet: bool = True
 ) -> Path:
-    """Download the profile's sdist with pip and unpack it; return its root.
+    """Download the profile's distribution and unpack it; return its root.
 
-    Idempotent and offline once cached: a completed unpack is marked with a
-    ``.complete`` file, and nothing is downloaded when it is present.
-    """
+    See :func:`fetch_distribution`; the profile must pin it
+    (``distribution = "name==version"``) so the cached root is stable."""
     spec = profile.distribution
     if not spec or "==" not in spec:
         raise CorpusError(
-            f"profile {profile.name!r} names no pinned distribution to fetch"
+            f"profile {profile.name!r} names no pinned distribution to fetch "
+            f'(set distribution = "NAME==VERSION", or run '
+            f"`pycsamt-lsp corpus fetch NAME`)"
         )
-    name, version = (s.strip() for s in spec.split("==", 1))
+    return fetch_distribution(spec, dest, package=profile.package)
+
+
+def _pip(args: list[str], timeout: float) -> tuple[bool, str]:
+    cmd = [sys.executable, "-m", "pip", *args, "--disable-pip-version-check"]
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, check=False, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"gave up after {timeout:.0f} s"
+    if proc.returncode == 0:
+        return True, ""
+    lines = [x for x in (proc.stderr or proc.stdout).strip().splitlines() if x]
+    # pip ends with a generic line; the cause is usually the last ERROR line
+    errs = [x for x in lines if x.startswith("ERROR")]
+    return False, (errs[-1] if errs else lines[-1] if lines else "?").strip()
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def fetch_distribution(
+    spec: str,
+    dest: Path | None = None,
+    *,
+    package: str | None = None,
+    timeout: float = 300.0,
+) -> Path:
+    """Fetch any distribution as a corpus: its sdist, else a wheel, else the
+    copy installed in this environment; return the unpacked root.
+
+    ``spec`` is ``name`` or ``name==version``. The sdist comes with pip
+    (``--no-binary NAME`` only for the package itself, so build tools come
+    as wheels); pip builds its metadata, which fails or takes too long for
+    packages that need a compiler, so a wheel (``--only-binary :all:``,
+    unpacked: the installed layout, ``.so`` and ``.pyi`` included) is next,
+    then the installed copy (``package`` or the distribution's
+    ``top_level.txt``), copied so the index never writes into site-packages.
+    Cached under ``dest`` (default :func:`cache_dir`) as
+    ``NAME-VERSION/NAME-VERSION`` with a ``.complete`` mark; a pinned spec
+    that is cached is never downloaded again.
+    """
+    spec = spec.strip()
+    name, _, version = (x.strip() for x in spec.partition("=="))
+    if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise CorpusError(f"not a distribution name: {spec!r}")
     base = (dest or cache_dir()).expanduser()
+    if version:
+        target = base / f"{name}-{version}"
+        root = target / f"{name}-{version}"
+        if (target / ".complete").is_file() and root.is_dir():
+            return root
+    base.mkdir(parents=True, exist_ok=True)
+    tried: list[str] = []
+    with tempfile.TemporaryDirectory(dir=base, prefix=".fetch-") as tmp:
+        t = Path(tmp)
+        ok, why = _pip(
+            ["download", "--no-deps", "--no-binary", name, "-d", str(t / "s"), spec],
+            timeout,
+        )
+        got = _archive(t / "s", (".tar.gz", ".zip")) if ok else None
+        if got is not None:
+            return _install_unpacked(got, t, base, name, spec, sdist=True)
+        tried.append(f"sdist: {why or 'pip downloaded no sdist'}")
+        ok, why = _pip(
+            [
+                "download",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "-d",
+                str(t / "w"),
+                spec,
+            ],
+            timeout,
+        )
+        got = _archive(t / "w", (".whl",)) if ok else None
+        if got is not None:
+            return _install_unpacked(got, t, base, name, spec, sdist=False)
+        tried.append(f"wheel: {why or 'pip downloaded no wheel'}")
+        found = _installed_copy(name, version, package)
+        if found is not None:
+            src, ver = found
+            target = base / f"{name}-{ver}"
+            root = target / f"{name}-{ver}"
+            if target.exists():
+                shutil.rmtree(target)
+            root.mkdir(parents=True)
+            for top in src:
+                dst = root / top.name
+                if top.is_dir():
+                    shutil.copytree(
+                        top, dst, ignore=shutil.ignore_patterns("__pycache__")
+                    )
+                else:
+                    shutil.copy2(top, dst)
+            (target / ".complete").write_text(f"{name}=={ver}\n", encoding="utf-8")
+            return root
+        tried.append("installed: not installed in this environment")
+    raise CorpusError(f"cannot fetch {spec}: " + "; ".join(tried))
+
+
+def _archive(folder: Path, suffixes: tuple[str, ...]) -> Path | None:
+    if not folder.is_dir():
+        return None
+    found = sorted(p for p in folder.iterdir() if p.name.endswith(suffixes))
+    return found[0] if found else None
+
+
+def _version_of(archive: Path, name: str) -> str:
+    stem = archive.name
+    for suf in (".tar.gz", ".zip", ".whl"):
+        stem = stem.removesuffix(suf)
+    parts = stem.split("-")
+    return parts[1] if len(parts) > 1 else "0"
+
+
+def _install_unpacked(
+    archive: Path, tmp: Path, base: Path, name: str, spec: str, *, sdist: bool
+) -> Path:
+    version = _version_of(archive, name)
     target = base / f"{name}-{version}"
     root = target / f"{name}-{version}"
-    if (target / ".complete").is_file() and root.is_dir():
-        return root
-    base.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=base, prefix=".fetch-") as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--disable-pip-version-check",
-            "-d",
-            tmp,
-            spec,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
-            raise CorpusError(f"pip could not download {spec}: {tail[0]}")
-        archives = [
-            p for p in Path(tmp).iterdir() if p.name.endswith((".tar.gz", ".zip"))
-        ]
-        if not archives:
-            raise CorpusError(f"pip downloaded no sdist for {spec}")
-        unpack = Path(tmp) / "unpacked"
-        if archives[0].name.endswith(".zip"):
-            shutil.unpack_archive(archives[0], unpack)
-        else:
-            with tarfile.open(archives[0]) as tf:
-                tf.extractall(unpack, filter="data")
+    unpack = tmp / "unpacked"
+    if archive.name.endswith((".zip", ".whl")):
+        shutil.unpack_archive(archive, unpack, format="zip")
+    else:
+        with tarfile.open(archive) as tf:
+            tf.extractall(unpack, filter="data")
+    if sdist:
         tops = [p for p in unpack.iterdir() if p.is_dir()]
         if len(tops) != 1:
             raise CorpusError(f"unexpected sdist layout for {spec}")
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        tops[0].rename(root)
-        (target / ".complete").write_text(spec + "\n", encoding="utf-8")
+        top = tops[0]
+    else:
+        top = unpack  # a wheel's root is the installed layout
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    top.rename(root)
+    (target / ".complete").write_text(
+        f"{name}=={version}\n{'sdist' if sdist else 'wheel'}: {archive.name}\n",
+        encoding="utf-8",
+    )
     return root
+
+
+def _installed_copy(
+    name: str, version: str, package: str | None
+) -> tuple[list[Path], str] | None:
+    """Top-level files of an installed distribution (read from its
+    dist-info, never imported), and its version."""
+    from pycsamt_lsp.corpus.installed import site_dirs
+
+    want = _norm(name)
+    for sd in site_dirs():
+        for info in sorted(sd.glob("*.dist-info")):
+            dist, _, ver = info.name.removesuffix(".dist-info").partition("-")
+            if _norm(dist) != want or (version and ver != version):
+                continue
+            tops: list[str] = []
+            tl = info / "top_level.txt"
+            if tl.is_file():
+                tops = tl.read_text(encoding="utf-8").split()
+            if package and package not in tops:
+                tops.append(package)
+            paths = []
+            for t in tops:
+                for cand in (sd / t, sd / f"{t}.py"):
+                    if cand.exists():
+                        paths.append(cand)
+            if paths:
+                return paths, ver
+    return None
 
 
 def discover_root(
@@ -165,27 +299,42 @@ def discover_root(
 ) -> Path:
     """Find the corpus root (DESIGN 3).
 
-    Order: the explicit root; else the workspace folder when it contains the
-    package directory; else the installed package located with
-    ``importlib.util.find_spec`` (which finds, never imports, it); else the
-    fetched cache.
+    Order: the explicit root (a site-packages folder that only points at the
+    package, through an editable install's ``.pth``/finder/direct_url.json,
+    gives the folder it points at); else the workspace folder when it holds
+    the package (flat or ``src/`` layout); else the installed package,
+    located with ``importlib.util.find_spec`` (which finds, never imports,
+    it) or by reading the site-packages of ``$VIRTUAL_ENV`` and of this
+    interpreter; else the fetched cache. A src checkout's root is the
+    project folder, not ``src/``.
     """
+    from pycsamt_lsp.corpus.installed import find_installed
+    from pycsamt_lsp.model.package import package_dir
+
+    pkg = profile.package
     if explicit:
         root = Path(explicit).expanduser()
         if not root.is_dir():
             raise CorpusError(f"corpus root {root} does not exist or is not a folder")
+        if package_dir(root, pkg) is None and not (root / f"{pkg}.py").is_file():
+            pointed = find_installed(pkg, [root])
+            if pointed is not None:
+                return _project_root(pointed).resolve()
         return root.resolve()
     if workspace:
         ws = Path(workspace).expanduser()
-        if (ws / profile.package).is_dir():
+        if package_dir(ws, pkg) is not None:
             return ws.resolve()
     try:
-        spec = importlib.util.find_spec(profile.package)
+        spec = importlib.util.find_spec(pkg)
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.submodule_search_locations:
         pkg_dir = Path(next(iter(spec.submodule_search_locations)))
-        return pkg_dir.parent.resolve()
+        return _project_root(pkg_dir.parent).resolve()
+    found = find_installed(pkg)
+    if found is not None:
+        return _project_root(found).resolve()
     cached = cache_dir()
     if profile.distribution and "==" in profile.distribution:
         name, version = (s.strip() for s in profile.distribution.split("==", 1))
@@ -194,9 +343,19 @@ def discover_root(
             return root.resolve()
     raise CorpusError(
         f"no corpus found for profile {profile.name!r}: pass --root, open a folder "
-        f"that contains {profile.package}/, install the package, or run "
+        f"that contains {pkg}/ (or src/{pkg}/), install the package, or run "
         f"`pycsamt-lsp corpus fetch`"
     )
+
+
+def _project_root(folder: Path) -> Path:
+    """``…/project/src`` -> ``…/project`` when that is a project folder."""
+    if folder.name == "src" and any(
+        (folder.parent / f).is_file()
+        for f in ("pyproject.toml", "setup.py", "setup.cfg", "PKG-INFO")
+    ):
+        return folder.parent
+    return folder
 
 
 def hash_file(path: Path, max_bytes: int) -> tuple[bytes, bytes] | None:

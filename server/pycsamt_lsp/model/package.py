@@ -334,7 +334,7 @@ def _text(node: ast.AST | None, src: _Src | None) -> str | None:
             return seg
     try:
         text = ast.unparse(node)
-    except Exception:  # noqa: BLE001  # pragma: no cover - no text, not a failed build
+    except Exception:  # pragma: no cover - defensive
         return None
     return text if len(text) <= 240 else text[:237] + "..."
 
@@ -411,7 +411,6 @@ class FunctionInfo:
 
     @property
     def has_var_keyword(self) -> bool:
-        """True with a ``**kwargs``: any keyword argument may be accepted."""
         return any(p["kind"] == "var_keyword" for p in self.params)
 
     @property
@@ -424,9 +423,6 @@ class FunctionInfo:
 
     @property
     def method_kind(self) -> str:
-        """``staticmethod``, ``classmethod``, ``property`` or ``function``, from
-        the decorators (how a call binds the first parameter).
-        """
         if "staticmethod" in self.decorators:
             return "staticmethod"
         if "classmethod" in self.decorators:
@@ -439,7 +435,6 @@ class FunctionInfo:
         return "function"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form saved in ``package_model.json``."""
         return {
             "name": self.name,
             "line": self.line,
@@ -453,7 +448,6 @@ class FunctionInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FunctionInfo:
-        """The inverse of :meth:`to_dict`."""
         return cls(**d)
 
 
@@ -479,9 +473,6 @@ class ClassInfo:
     fields: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form saved in ``package_model.json`` (methods and nested
-        classes included).
-        """
         return {
             "name": self.name,
             "line": self.line,
@@ -502,7 +493,6 @@ class ClassInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassInfo:
-        """The inverse of :meth:`to_dict`."""
         d = dict(d)
         d["methods"] = {k: FunctionInfo.from_dict(v) for k, v in d["methods"].items()}
         d["classes"] = {k: ClassInfo.from_dict(v) for k, v in d["classes"].items()}
@@ -536,14 +526,10 @@ class Binding:
         return f"{self.module}.{self.attr}" if self.attr else self.module
 
     def to_list(self) -> list[Any]:
-        """The compact list form saved in ``package_model.json`` (the name is the
-        key of the enclosing mapping).
-        """
         return [self.line, self.kind, self.module, self.attr, self.conditional]
 
     @classmethod
     def from_list(cls, name: str, v: list[Any]) -> Binding:
-        """The inverse of :meth:`to_list`, for the binding called *name*."""
         return cls(name, v[0], v[1], v[2], v[3], v[4])
 
 
@@ -647,15 +633,11 @@ class ModuleInfo:
         return self.kind != "compiled" and self.parse_error is None
 
     def public_names(self) -> list[str]:
-        """Bound names without a leading underscore (a star import without
-        ``__all__`` takes these).
-        """
         return [n for n in self.bindings if not n.startswith("_")]
 
     # -- persistence ----------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form saved in ``package_model.json``."""
         return {
             "name": self.name,
             "rel": self.rel,
@@ -677,7 +659,6 @@ class ModuleInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModuleInfo:
-        """The inverse of :meth:`to_dict`."""
         d = dict(d)
         d["bindings"] = {k: Binding.from_list(k, v) for k, v in d["bindings"].items()}
         d["functions"] = {
@@ -776,6 +757,7 @@ class _ModuleExtractor:
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 self._target(t, st, cond, loop_env)
+            self._assigned_getattr(st)
             if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 self.literals[st.targets[0].id] = st.value
                 if st.targets[0].id == "__all__":
@@ -1006,6 +988,67 @@ class _ModuleExtractor:
                 info.classes[
                     first.id
                 ].dynamic = f"setattr() on the class at line {value.lineno}"
+
+    def _assigned_getattr(self, st: ast.Assign) -> None:
+        """``__getattr__`` bound by an assignment (PEP 562 without a def).
+
+        ``lazy_loader.attach(__name__, submodules=[...], submod_attrs={...})``
+        with literal arguments admits exactly those names (each resolved to
+        its submodule or ``submodule.name``) and closes the namespace; any
+        other value (``attach_stub`` whose ``.pyi`` is missing, a factory the
+        model cannot follow) opens it."""
+        names = {
+            n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+        }
+        if "__getattr__" not in names:
+            return
+        info = self.info
+        call = st.value
+        fn = _dotted(call.func) if isinstance(call, ast.Call) else None
+        if fn is None or fn.rsplit(".", 1)[-1] != "attach":
+            info.open_reason = info.open_reason or (
+                f"binds __getattr__ to {fn or 'a value'}() at line {st.lineno}"
+            )
+            return
+        assert isinstance(call, ast.Call)
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        pos = call.args
+
+        def value(key: str, i: int) -> Any:
+            node = kw.get(key, pos[i] if len(pos) > i else None)
+            if isinstance(node, ast.Name) and node.id in self.literals:
+                node = self.literals[node.id]
+            if node is None or (isinstance(node, ast.Constant) and node.value is None):
+                return None
+            return _literal(node)
+
+        pkg = info.name if info.is_package else info.name.rpartition(".")[0]
+        admitted: dict[str, list[Any] | None] = {}
+        try:
+            subs = value("submodules", 1) or ()
+            attrs = value("submod_attrs", 2) or {}
+            if not isinstance(attrs, dict):
+                raise ValueError("submod_attrs is not a dict")
+            for sub in subs:
+                admitted[str(sub)] = [f"{pkg}.{sub}", None]
+            for mod, members in attrs.items():
+                for n in members:
+                    admitted[str(n)] = [f"{pkg}.{mod}", str(n)]
+        except (ValueError, TypeError, SyntaxError):
+            info.open_reason = info.open_reason or (
+                f"lazy_loader.attach with non-literal arguments at line {st.lineno}"
+            )
+            return
+        info.getattr = {
+            "mode": "closed",
+            "line": st.lineno,
+            "reason": None,
+            "admitted": admitted,
+            "removed": {},
+        }
+        for n, (mod, attr) in admitted.items():
+            if n not in info.bindings or n in ("__getattr__", "__dir__", "__all__"):
+                info.bindings[n] = Binding(n, st.lineno, "lazy", mod, attr, True)
 
     def _scan_injects(self) -> None:
         """Record ``setattr(obj, "lit", v)`` names (see ``ModuleInfo.injects``)."""
@@ -1302,7 +1345,7 @@ class _ModuleExtractor:
         # ``store`` calls itself through its closure cell: a reference cycle
         # that would keep this method's whole subtree alive until a cyclic
         # collection (most of every parse tree, during a build)
-        store = None  # type: ignore[assignment]
+        store = None  # type: ignore[assignment]  # noqa: F841
 
     def _dataclass_fields(
         self, node: ast.ClassDef, ci: ClassInfo
@@ -1602,11 +1645,11 @@ class _GetattrAnalyzer:
         for st in path:
             try:
                 self._exec(st, env)
-            except Exception:  # noqa: BLE001  # pragma: no cover - best effort
+            except Exception:  # pragma: no cover - evaluation is best effort
                 return None
         try:
             return self._eval(expr, env)
-        except Exception:  # noqa: BLE001  # pragma: no cover - best effort
+        except Exception:  # pragma: no cover
             return None
 
     def _exec(self, st: ast.stmt, env: dict[str, tuple[str, Any] | None]) -> None:
@@ -1702,7 +1745,7 @@ class _GetattrAnalyzer:
                 lit = self.ex.literals.get(node.value.id)
                 try:
                     table = _literal(lit)
-                except Exception:  # noqa: BLE001 - not a literal table: unknown
+                except Exception:
                     return None
                 if isinstance(table, dict) and key[1] in table:
                     return self._wrap(table[key[1]])
@@ -1793,19 +1836,14 @@ class Resolution:
 
     @property
     def location(self) -> tuple[str, int] | None:
-        """``(path, line)`` to jump to (line 1 when the line is unknown, as for a
-        module), or None when the name has no source file.
-        """
         return (self.path, self.line or 1) if self.path is not None else None
 
     @property
     def exists(self) -> bool:
-        """The model proves the name exists."""
         return self.status == EXISTS
 
     @property
     def absent(self) -> bool:
-        """The model proves the name does not exist (an error, not a warning)."""
         return self.status == ABSENT
 
 
@@ -2057,9 +2095,6 @@ class PackageModel:
     # -- persistence ----------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole model as ``package_model.json`` holds it (versioned, files in
-        path order so equal models serialise equally).
-        """
         return {
             "model_version": MODEL_VERSION,
             "package": self.package,
@@ -2069,9 +2104,6 @@ class PackageModel:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], root: Path | None = None) -> PackageModel:
-        """The inverse of :meth:`to_dict`; :class:`ValueError` for a document of
-        another ``model_version``.
-        """
         if d.get("model_version") != MODEL_VERSION:
             raise ValueError(
                 f"package model version {d.get('model_version')} != {MODEL_VERSION}"
