@@ -15,6 +15,7 @@ be indexed into without a ``KeyError``, ``TypeError`` or ``AttributeError``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pycsamt_lsp.errors import IndexLoadError
@@ -22,22 +23,26 @@ from pycsamt_lsp.errors import IndexLoadError
 __all__ = ["check_manifest", "check_meta", "require"]
 
 #: manifest field -> accepted types (what :func:`load_snapshot` reads).
-MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
-    "index_version": (int,),
-    "build_id": (str,),
-    "n_chunks": (int,),
-    "source_fingerprint": (str,),
-    "chunks_sha256": (str,),
-}
+MANIFEST_FIELDS: Mapping[str, tuple[type, ...]] = MappingProxyType(
+    {
+        "index_version": (int,),
+        "build_id": (str,),
+        "n_chunks": (int,),
+        "source_fingerprint": (str,),
+        "chunks_sha256": (str,),
+    }
+)
 
 #: meta.json list columns, one entry per chunk, and their item types.
-META_COLUMNS: dict[str, tuple[type, ...]] = {
-    "ids": (str,),
-    "paths": (str,),
-    "kinds": (str,),
-    "symbols": (str, type(None)),
-    "workflows": (str, type(None)),
-}
+META_COLUMNS: Mapping[str, tuple[type, ...]] = MappingProxyType(
+    {
+        "ids": (str,),
+        "paths": (str,),
+        "kinds": (str,),
+        "symbols": (str, type(None)),
+        "workflows": (str, type(None)),
+    }
+)
 
 
 def require(doc: Any, name: str, fields: Mapping[str, tuple[type, ...]]) -> None:
