@@ -725,6 +725,7 @@ def test_cli_ask_json_and_text(ws, monkeypatch, capsys):
 
 # -- end to end through the language server ------------------------------------------------------------
 
+
 @pytest_lsp.fixture(
     config=ClientServerConfig(
         server_command=[sys.executable, "-m", "pycsamt_lsp", "serve"]

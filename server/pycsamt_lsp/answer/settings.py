@@ -32,7 +32,8 @@ class AskSettings:
     workspace_root: str | None = None  # the editor's folder, when not the corpus
     papers: bool = True
     papers_dir: str | None = None  # default: the profile's papers_dir
-    model_routing: bool = False  # with a key: the model's routing decision (offline fallback)
+    # with a key: the model's routing decision (offline fallback)
+    model_routing: bool = False
 
     def key(self) -> str | None:
         """The OpenAI key from the setting or ``OPENAI_API_KEY`` (None when unset)."""
