@@ -74,7 +74,9 @@ def write_outside_links(root: Path, outside: Path) -> None:
     """Symlinks in the corpus to a file and a folder outside *root*, and one
     to a file inside it (that one may be followed)."""
     outside.mkdir(parents=True, exist_ok=True)
-    text = f'"""Outside."""\n\n\ndef {OUTSIDE_TOKEN}():\n    """{OUTSIDE_TOKEN} doc."""\n'
+    text = (
+        f'"""Outside."""\n\n\ndef {OUTSIDE_TOKEN}():\n    """{OUTSIDE_TOKEN} doc."""\n'
+    )
     (outside / "leak.py").write_text(text, encoding="utf-8")
     (outside / "leak.md").write_text(f"# Leak\n\n{OUTSIDE_TOKEN} text\n", "utf-8")
     pkg = root / "pkg"
@@ -82,3 +84,119 @@ def write_outside_links(root: Path, outside: Path) -> None:
     os.symlink(outside, pkg / "linked_dir")
     os.symlink(outside / "leak.md", root / "docs" / "linked_out.md")
     os.symlink(root / "pkg" / "phase.py", pkg / "linked_in.py")
+
+
+def _v(tag: str) -> str:
+    """A distinctive fake credential body (never a real key)."""
+    return f"Zq9{tag}Xv7Lm2Pw8Rt4Yk6Hn3"
+
+
+#: name -> the planted credential value (the part that must never be shown)
+SECRETS: dict[str, str] = {
+    "default_arg_sk": "sk-proj-" + _v("a1"),
+    "default_arg_plain": "plain" + _v("a2"),
+    "kwonly_default": "kw" + _v("a3"),
+    "docstring_example_sk": "sk-" + _v("a4"),
+    "docstring_example_token": "tok" + _v("a5"),
+    "class_attr_token": "cls" + _v("a6"),
+    "class_attr_password": "pw" + _v("a7"),
+    "module_secret_key": "mod" + _v("a8"),
+    "aws_access_key": "AKIA" + "QZXW1234ABCD5678",
+    "aws_secret": "aws" + _v("a9"),
+    "bearer": "eyJ" + _v("b1"),
+    "url_password": "urlpw" + _v("b2"),
+    "github_pat": "ghp_" + _v("b3") + "abcdefgh",
+    "slack": "xoxb-" + _v("b4"),
+    "google": "AIza" + _v("b5") + "abcdefghijk",
+    "dict_client_secret": "cs" + _v("b6"),
+    "md_export_openai": "sk-" + _v("b7"),
+    "md_yaml_api_key": "yaml" + _v("b8"),
+    "md_url": "mdurl" + _v("b9"),
+    "rst_export": "rst" + _v("c1"),
+    "rst_password": "rstpw" + _v("c2"),
+    "rst_code_token": "sk-live-" + _v("c3"),
+    "private_key": "MIIE" + _v("c4"),
+    "comment_token": "cmt" + _v("c5"),
+}
+
+
+def write_secrets(root: Path) -> dict[str, str]:
+    """Plant every credential of :data:`SECRETS` in corpus files under *root*
+    (a Python module, a Markdown and a reST page); returns :data:`SECRETS`."""
+    s = SECRETS
+    py = f'''"""Cloud connection helpers.
+
+Example::
+
+    >>> client = connect_cloud(api_key="{s["docstring_example_sk"]}")
+    >>> session = Session(token="{s["docstring_example_token"]}")
+"""
+
+SECRET_KEY = "{s["module_secret_key"]}"
+AWS_ACCESS_KEY_ID = "{s["aws_access_key"]}"
+aws_secret_access_key = "{s["aws_secret"]}"
+DATABASE_URL = "postgres://admin:{s["url_password"]}@db.example.org/prod"
+HEADERS = {{"Authorization": "Bearer {s["bearer"]}"}}
+CONFIG = {{"client_secret": "{s["dict_client_secret"]}"}}
+GITHUB = "{s["github_pat"]}"
+SLACK = "{s["slack"]}"
+GOOGLE = "{s["google"]}"
+# token: {s["comment_token"]}
+KEY = """-----BEGIN RSA PRIVATE KEY-----
+{s["private_key"]}
+-----END RSA PRIVATE KEY-----"""
+
+
+def connect_cloud(api_key="{s["default_arg_sk"]}", region="eu"):
+    """Connect to the cloud service with an API key."""
+    return api_key, region
+
+
+def open_vault(path, password="{s["default_arg_plain"]}", *, auth_token="{s["kwonly_default"]}"):
+    """Open the vault at a path."""
+    return path
+
+
+class CloudClient:
+    """A client for the cloud service."""
+
+    token = "{s["class_attr_token"]}"
+    password: str = "{s["class_attr_password"]}"
+
+    def fetch(self, what):
+        """Fetch something from the cloud."""
+        return what
+'''
+    md = f"""# Cloud setup
+
+Set your key before connecting to the cloud:
+
+```bash
+export OPENAI_API_KEY={s["md_export_openai"]}
+```
+
+```yaml
+api_key: {s["md_yaml_api_key"]}
+```
+
+The cloud mirror is https://user:{s["md_url"]}@mirror.example.org/data.
+"""
+    rst = f"""Cloud vault
+===========
+
+Connect the vault to the cloud:
+
+.. code-block:: bash
+
+   export VAULT_SECRET={s["rst_export"]}
+   DB_PASSWORD={s["rst_password"]}
+
+.. code-block:: python
+
+   connect_cloud(api_key="{s["rst_code_token"]}")
+"""
+    (root / "pkg" / "cloud.py").write_text(py, encoding="utf-8")
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "cloud.md").write_text(md, encoding="utf-8")
+    (root / "docs" / "vault.rst").write_text(rst, encoding="utf-8")
+    return dict(s)

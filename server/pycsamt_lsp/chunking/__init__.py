@@ -9,6 +9,7 @@ from pycsamt_lsp.chunking.chunk import CHUNK_KINDS, Chunk, FileChunks
 from pycsamt_lsp.chunking.docs import chunk_doc
 from pycsamt_lsp.chunking.python import chunk_python
 from pycsamt_lsp.index.heap import paused_gc
+from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
 
 __all__ = ["CHUNK_KINDS", "Chunk", "FileChunks", "chunk_file"]
 
@@ -35,9 +36,21 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
             except (RecursionError, MemoryError) as exc:  # one deep expression
                 return FileChunks([], None, f"too deeply nested to parse: {exc}")
             try:
-                return FileChunks(chunk_python(rel, text, profile, tree), tree)
+                chunks = chunk_python(rel, text, profile, tree)
             except RecursionError:
                 return FileChunks([], None, "too deeply nested to chunk")
+            return FileChunks(_masked(chunks, python=True), tree)
     recipe_prefix = profile.recipe_dir.rstrip("/") + "/"
     kind = "recipe" if rel.startswith(recipe_prefix) else "doc_section"
-    return FileChunks(chunk_doc(rel, text, profile, kind=kind))
+    return FileChunks(_masked(chunk_doc(rel, text, profile, kind=kind), python=False))
+
+
+def _masked(chunks: list[Chunk], *, python: bool) -> list[Chunk]:
+    """Credential values masked in each chunk's text and metadata, so
+    ``chunks.jsonl`` never stores them and no snippet, answer or search term
+    can show them (issue 19; :mod:`pycsamt_lsp.text.secrets`)."""
+    for c in chunks:
+        if may_hold_secret(c.text):
+            c.text = mask(c.text, python=python)
+            c.metadata = mask_tree(c.metadata, python=python)  # type: ignore[assignment]
+    return chunks

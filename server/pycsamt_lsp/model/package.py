@@ -52,6 +52,7 @@ from pycsamt_lsp.corpus.testfiles import is_test_module
 from pycsamt_lsp.index.heap import paused_gc
 from pycsamt_lsp.pyast.signatures import params_of
 from pycsamt_lsp.text.identifiers import split_identifier
+from pycsamt_lsp.text.secrets import mask, mask_tree
 
 __all__ = [
     "MODEL_VERSION",
@@ -323,6 +324,13 @@ class _Src:
             )
         text = raw.decode("utf-8", "replace")
         return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _doc(node: ast.AST) -> str | None:
+    """The docstring as hover and completion show it: credential values
+    masked (a docstring example with a real key; issue 19)."""
+    doc = ast.get_docstring(node)  # type: ignore[arg-type]
+    return mask(doc) if doc else doc
 
 
 def _text(node: ast.AST | None, src: _Src | None) -> str | None:
@@ -696,7 +704,7 @@ class _ModuleExtractor:
 
     def run(self) -> ModuleInfo:
         info = self.info
-        info.doc = ast.get_docstring(self.tree)
+        info.doc = _doc(self.tree)
         self._stmts(self.tree.body, False, {})
         self._scan_globals()
         self._scan_injects()
@@ -757,7 +765,6 @@ class _ModuleExtractor:
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 self._target(t, st, cond, loop_env)
-            self._assigned_getattr(st)
             if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 self.literals[st.targets[0].id] = st.value
                 if st.targets[0].id == "__all__":
@@ -989,67 +996,6 @@ class _ModuleExtractor:
                     first.id
                 ].dynamic = f"setattr() on the class at line {value.lineno}"
 
-    def _assigned_getattr(self, st: ast.Assign) -> None:
-        """``__getattr__`` bound by an assignment (PEP 562 without a def).
-
-        ``lazy_loader.attach(__name__, submodules=[...], submod_attrs={...})``
-        with literal arguments admits exactly those names (each resolved to
-        its submodule or ``submodule.name``) and closes the namespace; any
-        other value (``attach_stub`` whose ``.pyi`` is missing, a factory the
-        model cannot follow) opens it."""
-        names = {
-            n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)
-        }
-        if "__getattr__" not in names:
-            return
-        info = self.info
-        call = st.value
-        fn = _dotted(call.func) if isinstance(call, ast.Call) else None
-        if fn is None or fn.rsplit(".", 1)[-1] != "attach":
-            info.open_reason = info.open_reason or (
-                f"binds __getattr__ to {fn or 'a value'}() at line {st.lineno}"
-            )
-            return
-        assert isinstance(call, ast.Call)
-        kw = {k.arg: k.value for k in call.keywords if k.arg}
-        pos = call.args
-
-        def value(key: str, i: int) -> Any:
-            node = kw.get(key, pos[i] if len(pos) > i else None)
-            if isinstance(node, ast.Name) and node.id in self.literals:
-                node = self.literals[node.id]
-            if node is None or (isinstance(node, ast.Constant) and node.value is None):
-                return None
-            return _literal(node)
-
-        pkg = info.name if info.is_package else info.name.rpartition(".")[0]
-        admitted: dict[str, list[Any] | None] = {}
-        try:
-            subs = value("submodules", 1) or ()
-            attrs = value("submod_attrs", 2) or {}
-            if not isinstance(attrs, dict):
-                raise ValueError("submod_attrs is not a dict")
-            for sub in subs:
-                admitted[str(sub)] = [f"{pkg}.{sub}", None]
-            for mod, members in attrs.items():
-                for n in members:
-                    admitted[str(n)] = [f"{pkg}.{mod}", str(n)]
-        except (ValueError, TypeError, SyntaxError):
-            info.open_reason = info.open_reason or (
-                f"lazy_loader.attach with non-literal arguments at line {st.lineno}"
-            )
-            return
-        info.getattr = {
-            "mode": "closed",
-            "line": st.lineno,
-            "reason": None,
-            "admitted": admitted,
-            "removed": {},
-        }
-        for n, (mod, attr) in admitted.items():
-            if n not in info.bindings or n in ("__getattr__", "__dir__", "__all__"):
-                info.bindings[n] = Binding(n, st.lineno, "lazy", mod, attr, True)
-
     def _scan_injects(self) -> None:
         """Record ``setattr(obj, "lit", v)`` names (see ``ModuleInfo.injects``)."""
         raw = self.raw
@@ -1187,9 +1133,9 @@ class _ModuleExtractor:
             name=node.name,
             line=node.lineno,
             end_line=node.end_lineno or node.lineno,
-            params=_params(node.args, self.src),
+            params=mask_tree(_params(node.args, self.src)),  # type: ignore[arg-type]
             returns=_text(node.returns, self.src),
-            doc=ast.get_docstring(node),
+            doc=_doc(node),
             decorators=[self._normalise(d) for d in node.decorator_list],
             is_async=isinstance(node, ast.AsyncFunctionDef),
         )
@@ -1199,7 +1145,7 @@ class _ModuleExtractor:
             name=node.name,
             line=node.lineno,
             end_line=node.end_lineno or node.lineno,
-            doc=ast.get_docstring(node),
+            doc=_doc(node),
         )
         for b in node.bases:
             if isinstance(b, ast.Subscript):

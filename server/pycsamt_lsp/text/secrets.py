@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SCRUB_LIMIT", "VALUE_PATTERNS", "mask_secrets", "scrub"]
+__all__ = [
+    "SCRUB_LIMIT",
+    "VALUE_PATTERNS",
+    "mask",
+    "mask_default",
+    "mask_secrets",
+    "mask_tree",
+    "may_hold_secret",
+    "scrub",
+]
 
 #: A message shown to the user is cut to this many characters.
 SCRUB_LIMIT = 300
@@ -31,6 +40,13 @@ _ASSIGN = re.compile(
     r"(?P<sep>[ \t]*(?::(?!:)|=>|=(?!=))[ \t]*)"
     r"(?P<val>[rRbBfFuU]{0,2}(?P<vq>\"\"\"|'''|\"|')(?:(?!(?P=vq)).)*(?P=vq)?"
     r"|[^\s,;)\]}#]+)",
+    re.I,
+)
+# ``password: str = "..."``: the annotation sits between the name and the value
+_ANNOTATED = re.compile(
+    r"(?P<name>(?P<q>)\b[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"(?:[_-][A-Za-z0-9_]*)?\b)"
+    r"(?P<sep>[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]*?[ \t]*=(?!=)[ \t]*)"
+    r"(?P<val>[rRbBfFuU]{0,2}(?P<vq>\"\"\"|'''|\"|')(?:(?!(?P=vq)).)*(?P=vq)?)",
     re.I,
 )
 _KEEP_BARE = frozenset(
@@ -75,6 +91,18 @@ def _mask_tokens(text: str) -> str:
     return text
 
 
+def _split_comment(line: str) -> tuple[str, str]:
+    """``(code, "# comment")`` of a Python line (a ``#`` inside a string
+    literal is not a comment: quotes before it must be balanced)."""
+    at = line.find("#")
+    while at != -1:
+        head = line[:at]
+        if head.count('"') % 2 == 0 and head.count("'") % 2 == 0:
+            return head, line[at:]
+        at = line.find("#", at + 1)
+    return line, ""
+
+
 def mask_secrets(text: str, *, python: bool = True) -> tuple[str, int]:
     """Mask credential values in *text*; return ``(masked text, lines masked)``.
 
@@ -90,7 +118,11 @@ def mask_secrets(text: str, *, python: bool = True) -> tuple[str, int]:
             in_key = "-----END" not in line
             new = "*** (private key material masked)"
         else:
-            new = _ASSIGN.sub(lambda m: _mask_value(m, python), new)
+            code, comment = _split_comment(new) if python else (new, "")
+            code = _ANNOTATED.sub(lambda m: _mask_value(m, python), code)
+            code = _ASSIGN.sub(lambda m: _mask_value(m, python), code)
+            # a comment is prose: ``# token: abc123`` is a value, not code
+            new = code + _ASSIGN.sub(lambda m: _mask_value(m, False), comment)
             new = _mask_tokens(new)
         masked += new != line
         out.append(new)
@@ -104,3 +136,53 @@ def scrub(text: str, secret: str | None = None, *, limit: int = SCRUB_LIMIT) -> 
         text = text.replace(secret, "***")
     text = _SK_ANYWHERE.sub("sk-***", _mask_tokens(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- masking what is stored and shown (chunks, the package model; issue 19) --
+
+#: Cheap pre-check (one C-level search): text without any of these words or
+#: shapes holds nothing :func:`mask_secrets` would change.
+_TRIGGER = re.compile(
+    r"(?i:key|secret|passw|pwd|token|credential|auth)|sk-|AKIA|ASIA|gh[pousr]_"
+    r"|xox[abprs]-|AIza|://[^/\s]*@|-----BEGIN"
+)
+_SECRET_PARAM = re.compile(rf"(?i)^[A-Za-z0-9_]*{_SECRET_NAME}[A-Za-z0-9_]*$")
+_STRING_LITERAL = re.compile(r"""^[rRbBuU]{0,2}(?:"[^"]+"|'[^']+')$""")
+
+
+def mask(text: str, *, python: bool = True) -> str:
+    """*text* with credential values masked (:func:`mask_secrets`), fast when
+    nothing looks like one: what chunking stores and the model shows."""
+    if not text or not _TRIGGER.search(text):
+        return text
+    return mask_secrets(text, python=python)[0]
+
+
+def mask_default(name: str, default: str | None) -> str | None:
+    """A parameter's default as shown: a string literal given to a parameter
+    with a secret-looking name (``api_key="..."``) becomes ``"***"``."""
+    if default is None:
+        return None
+    if _SECRET_PARAM.match(name) and _STRING_LITERAL.match(default):
+        return '"***"'
+    return mask(default)
+
+
+def mask_tree(value: object, *, python: bool = True) -> object:
+    """*value* (JSON-like: dicts, lists, strings) with every string masked and
+    every ``{"name": ..., "default": ...}`` parameter masked by name."""
+    if isinstance(value, str):
+        return mask(value, python=python)
+    if isinstance(value, list):
+        return [mask_tree(v, python=python) for v in value]
+    if isinstance(value, dict):
+        out = {k: mask_tree(v, python=python) for k, v in value.items()}
+        if isinstance(out.get("name"), str) and isinstance(out.get("default"), str):
+            out["default"] = mask_default(out["name"], value["default"])
+        return out
+    return value
+
+
+def may_hold_secret(text: str) -> bool:
+    """False when *text* certainly holds nothing :func:`mask` would change."""
+    return bool(text) and _TRIGGER.search(text) is not None

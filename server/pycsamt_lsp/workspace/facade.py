@@ -54,6 +54,7 @@ from pycsamt_lsp.model.state import (
 )
 from pycsamt_lsp.search.dense.service import DenseService
 from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
+from pycsamt_lsp.storage.cleanup import remove_stale_temps
 from pycsamt_lsp.workspace.isolated import ChildBuild
 from pycsamt_lsp.workspace.model import ModelService, ModelUpdate
 from pycsamt_lsp.workspace.published import Published
@@ -351,6 +352,7 @@ class Workspace:
         """
         with self._lock:
             t0 = time.perf_counter()
+            remove_stale_temps(self.index_dir)  # of a build killed mid-write
             try:
                 snap, manifest = load_snapshot(
                     self.index_dir, profile_name=self.profile.name
