@@ -765,6 +765,7 @@ class _ModuleExtractor:
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 self._target(t, st, cond, loop_env)
+            self._assigned_getattr(st)
             if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 self.literals[st.targets[0].id] = st.value
                 if st.targets[0].id == "__all__":
@@ -995,6 +996,67 @@ class _ModuleExtractor:
                 info.classes[
                     first.id
                 ].dynamic = f"setattr() on the class at line {value.lineno}"
+
+    def _assigned_getattr(self, st: ast.Assign) -> None:
+        """``__getattr__`` bound by an assignment (PEP 562 without a def).
+
+        ``lazy_loader.attach(__name__, submodules=[...], submod_attrs={...})``
+        with literal arguments admits exactly those names (each resolved to
+        its submodule or ``submodule.name``) and closes the namespace; any
+        other value (``attach_stub`` whose ``.pyi`` is missing, a factory the
+        model cannot follow) opens it."""
+        names = {
+            n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+        }
+        if "__getattr__" not in names:
+            return
+        info = self.info
+        call = st.value
+        fn = _dotted(call.func) if isinstance(call, ast.Call) else None
+        if fn is None or fn.rsplit(".", 1)[-1] != "attach":
+            info.open_reason = info.open_reason or (
+                f"binds __getattr__ to {fn or 'a value'}() at line {st.lineno}"
+            )
+            return
+        assert isinstance(call, ast.Call)
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        pos = call.args
+
+        def value(key: str, i: int) -> Any:
+            node = kw.get(key, pos[i] if len(pos) > i else None)
+            if isinstance(node, ast.Name) and node.id in self.literals:
+                node = self.literals[node.id]
+            if node is None or (isinstance(node, ast.Constant) and node.value is None):
+                return None
+            return _literal(node)
+
+        pkg = info.name if info.is_package else info.name.rpartition(".")[0]
+        admitted: dict[str, list[Any] | None] = {}
+        try:
+            subs = value("submodules", 1) or ()
+            attrs = value("submod_attrs", 2) or {}
+            if not isinstance(attrs, dict):
+                raise ValueError("submod_attrs is not a dict")
+            for sub in subs:
+                admitted[str(sub)] = [f"{pkg}.{sub}", None]
+            for mod, members in attrs.items():
+                for n in members:
+                    admitted[str(n)] = [f"{pkg}.{mod}", str(n)]
+        except (ValueError, TypeError, SyntaxError):
+            info.open_reason = info.open_reason or (
+                f"lazy_loader.attach with non-literal arguments at line {st.lineno}"
+            )
+            return
+        info.getattr = {
+            "mode": "closed",
+            "line": st.lineno,
+            "reason": None,
+            "admitted": admitted,
+            "removed": {},
+        }
+        for n, (mod, attr) in admitted.items():
+            if n not in info.bindings or n in ("__getattr__", "__dir__", "__all__"):
+                info.bindings[n] = Binding(n, st.lineno, "lazy", mod, attr, True)
 
     def _scan_injects(self) -> None:
         """Record ``setattr(obj, "lit", v)`` names (see ``ModuleInfo.injects``)."""
