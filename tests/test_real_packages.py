@@ -79,7 +79,18 @@ def test_labels_reproduce_by_importing(name):
     assert [harness._classify(spec, g) for g in got] == [r["truth"] for r in sample]
 
 
+_CHECKED: dict[tuple[str, str], tuple[dict, dict]] = {}
+
+
 def _check(name: str, variant: str, roots) -> tuple[dict, dict]:
+    """Both CLI runs of one package and root (once per session)."""
+    key = (name, variant)
+    if key not in _CHECKED:
+        _CHECKED[key] = _run_check(name, variant, roots)
+    return _CHECKED[key]
+
+
+def _run_check(name: str, variant: str, roots) -> tuple[dict, dict]:
     spec = harness.PACKAGES[name]
     fx = harness.load_fixture(spec)
     root = roots[name][variant]
@@ -88,29 +99,38 @@ def _check(name: str, variant: str, roots) -> tuple[dict, dict]:
     return harness.score(fx, real, fake), real
 
 
-#: Known failures on main before the issue-17 fixes (removed as they land).
-_BEFORE = {
-    ("lxml", "sdist"): "src/ layout: every real import is 'No module named'",
-    ("skimage", "sdist"): "src/ layout: every real import is 'No module named'",
-    ("lxml", "src"): "names defined in .pyx/.pxi sources are errors",
-    ("lxml", "installed"): "names of .so modules are only warnings",
-    ("skimage", "src"): "names defined in .pyx sources are errors",
-    ("skimage", "installed"): ".so modules and their .pyi stubs only warn",
+#: Where recall stays under 0.99 and why (every miss there is a warning:
+#: unknown, never a silent pass and never a false error).
+_RECALL_LIMITS = {
+    ("lxml", "sdist"): (
+        "lxml.includes is a headers-only package whose subpackages (extlibs, "
+        "libxml, ...) the build adds; from a checkout none can be proven absent"
+    ),
+    ("lxml", "src"): "as for sdist: lxml.includes.* is build-generated",
+    ("skimage", "installed"): (
+        "*_cy / heap .so modules ship without .pyi or .pyx: their names are unknown"
+    ),
 }
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("name", PACKAGES)
-def test_real_package_validation(name, variant, roots, request):
-    """0 false errors on real imports, recall >= 0.99 on hallucinated ones."""
-    reason = _BEFORE.get((name, variant))
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=f"issue 17: {reason}"))
+def test_real_imports_never_errors(name, variant, roots):
+    """0 false errors on real imports, every root; no hallucination is silent."""
     s, real = _check(name, variant, roots)
     assert "failed" not in s, s
-    detail = json.dumps(
-        {k: s[k] for k in ("false_examples", "missed_examples")}, indent=1
-    )
-    assert s["false_errors"] == 0, detail
+    assert s["false_errors"] == 0, json.dumps(s["false_examples"], indent=1)
     assert real["unattributed_errors"] == 0, real["error_texts"][:5]
-    assert s["recall"] >= 0.99, detail
+    assert s["missed_silent"] == 0, s
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", PACKAGES)
+def test_recall_on_hallucinated_imports(name, variant, roots, request):
+    """recall >= 0.99 on hallucinated imports (errors, not warnings)."""
+    reason = _RECALL_LIMITS.get((name, variant))
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=f"issue 17: {reason}"))
+    s, _ = _check(name, variant, roots)
+    assert "failed" not in s, s
+    assert s["recall"] >= 0.99, json.dumps(s["missed_examples"], indent=1)

@@ -596,9 +596,10 @@ def run_ours(
             cwd=tmp,
             timeout=1800,
         )
-    if proc.returncode not in (0, 1):
+    try:
+        res = json.loads(proc.stdout)
+    except json.JSONDecodeError:
         return {"failed": (proc.stderr or proc.stdout).strip()[-400:]}
-    res = json.loads(proc.stdout)
     err, lost_e = _attribute(lines, res["errors"])
     warn_summaries = [w for w in res["warnings"] if _summary_dotted(w)]
     warn, _ = _attribute(lines, warn_summaries)
