@@ -97,6 +97,28 @@ async def test_each_folder_with_a_corpus_serves_its_buffers(
     )
     assert hover is not None and "other_fn" in hover.contents.value
 
+    # b's own corpus changes: its watcher is registered, the event refreshes
+    # b's workspace (not a's), and the buffer's squiggle goes
+    await wait_for(
+        lambda: any(
+            str(b) in str(w["globPattern"])
+            for r in client._registrations
+            for w in r.register_options["watchers"]
+        )
+    )
+    newer = open_doc(client, b / "t.py", "from pkg import newer_fn\n")
+    await wait_for(lambda: names(client, newer))
+    init = b / "pkg" / "__init__.py"
+    init.write_text(init.read_text() + "\n\ndef newer_fn():\n    return 3\n")
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[
+                types.FileEvent(uri=init.as_uri(), type=types.FileChangeType.Changed)
+            ]
+        )
+    )
+    await wait_for(lambda: names(client, newer) == [])
+
     # b leaves the workspace: its buffer is now checked against a
     client.workspace_did_change_workspace_folders(
         types.DidChangeWorkspaceFoldersParams(

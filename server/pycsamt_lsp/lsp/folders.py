@@ -31,7 +31,7 @@ from pycsamt_lsp.model.package import package_dir
 from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from pycsamt_lsp.lsp.server import PycsamtServer
 
@@ -119,9 +119,12 @@ async def extra_ready(ls: PycsamtServer, ws: Workspace, timeout: float) -> bool:
     return ws.snapshot is not None
 
 
-async def sync(ls: PycsamtServer) -> None:
-    """Open a workspace for each corpus folder the primary does not serve;
-    drop those whose folder is gone."""
+async def sync(
+    ls: PycsamtServer,
+    watch: Callable[[PycsamtServer, Workspace], Awaitable[None]] | None = None,
+) -> None:
+    """Open a workspace for each corpus folder the primary does not serve
+    (and *watch* it once open); drop those whose folder is gone."""
     if ls.loop is None or ls.shutdown_requested:
         return
     primary = ls.ws.root.resolve() if ls.ws is not None else None
@@ -130,6 +133,9 @@ async def sync(ls: PycsamtServer) -> None:
         log.info("workspace folder %s removed: its index is dropped", key)
         ws = ls.extra.pop(key)
         ws.cancel_build()
+        stop = ls.extra_stops.pop(key, None)
+        if stop is not None:
+            stop.set()
         fut = ls.extra_opened.pop(key, None)
         if fut is not None and not fut.done():
             fut.set_result(None)
@@ -145,10 +151,15 @@ async def sync(ls: PycsamtServer) -> None:
         ls.extra_opened[key] = loop.create_future()
         ws.listeners.append(lambda _snap: loop.call_soon_threadsafe(_index_changed, ls))
         log.info("corpus root %s (workspace folder; profile %s)", key, profile.name)
-        ls.spawn(_open_extra(ls, key, ws))
+        ls.spawn(_open_extra(ls, key, ws, watch))
 
 
-async def _open_extra(ls: PycsamtServer, key: str, ws: Workspace) -> None:
+async def _open_extra(
+    ls: PycsamtServer,
+    key: str,
+    ws: Workspace,
+    watch: Callable[[PycsamtServer, Workspace], Awaitable[None]] | None,
+) -> None:
     try:
         # no $/progress of its own: the status bar follows the primary index
         await ls.run_blocking(
@@ -156,6 +167,8 @@ async def _open_extra(ls: PycsamtServer, key: str, ws: Workspace) -> None:
         )
         if ws.snapshot is not None:
             await ls.run_blocking("model load", ws.ensure_model, lane="command")
+            if watch is not None and key in ls.extra:
+                await watch(ls, ws)
     except Exception:  # that folder answers nothing, the rest works
         log.exception("opening the workspace of %s failed", key)
     finally:
@@ -175,7 +188,11 @@ def _index_changed(ls: PycsamtServer) -> None:
             log.exception("index-change hook failed")
 
 
-async def on_folders_changed(ls: PycsamtServer, reopen: Callable[[], None]) -> None:
+async def on_folders_changed(
+    ls: PycsamtServer,
+    reopen: Callable[[], None],
+    watch: Callable[[PycsamtServer, Workspace], Awaitable[None]] | None = None,
+) -> None:
     """pygls has updated ``ls.workspace.folders``: follow it (*reopen*
     restarts the primary index through the one start path)."""
     first = corpus_folders(ls)
@@ -187,7 +204,7 @@ async def on_folders_changed(ls: PycsamtServer, reopen: Callable[[], None]) -> N
             log.info("workspace folders changed: reopening the primary index")
             reopen()
             return  # indexing.start syncs the extras once the primary is open
-    await sync(ls)
+    await sync(ls, watch=watch)
 
 
 def _in_any(ls: PycsamtServer, root: Path) -> bool:

@@ -91,7 +91,7 @@ async def start(ls: PycsamtServer) -> None:
     finally:
         if not model_loaded.done():
             model_loaded.set_result(None)
-    await folders.sync(ls)  # the other folders that hold a corpus
+    await folders.sync(ls, watch=watch_workspace)  # the other corpus folders
 
 
 def configure_ask(ls: PycsamtServer) -> None:
@@ -197,8 +197,11 @@ def _root_in_workspace(ls: PycsamtServer, root: Path) -> bool:
     return False
 
 
-async def _start_watching(ls: PycsamtServer) -> None:
-    ws = ls.ws
+async def _start_watching(ls: PycsamtServer, ws: Workspace | None = None) -> None:
+    """Watch *ws* (the primary workspace by default; a folder's own one
+    from :mod:`.folders`): the client's watcher when it can, else ours."""
+    primary = ws is None
+    ws = ls.ws if ws is None else ws
     if ws is None or ls.settings.watch == "off":
         return
     caps = ls.client_capabilities
@@ -232,8 +235,17 @@ async def _start_watching(ls: PycsamtServer) -> None:
             log.info(
                 "client watcher registration failed (%s); watching server-side", exc
             )
-    ls.watch_stop = asyncio.Event()
-    ls.spawn(_watch_server_side(ls, ws.root, ls.watch_stop))
+    stop = asyncio.Event()
+    if primary:
+        ls.watch_stop = stop
+    else:
+        ls.extra_stops[str(ws.root)] = stop
+    ls.spawn(_watch_server_side(ls, ws.root, stop))
+
+
+async def watch_workspace(ls: PycsamtServer, ws: Workspace) -> None:
+    """Watch a workspace folder's own workspace (:mod:`.folders`)."""
+    await _start_watching(ls, ws)
 
 
 async def _watch_server_side(
@@ -305,23 +317,36 @@ async def _flush_pending(ls: PycsamtServer) -> None:
         paths, ls.pending_paths = sorted(ls.pending_paths), set()
         if not paths or ls.ws is None:
             return
-        try:
-            report = await ls.run_blocking(
-                "refresh", ls.ws.refresh, paths, lane="command"
-            )
-        except Exception:  # logged; the old snapshot keeps serving
-            log.exception("refresh failed for %d paths", len(paths))
-            return
-        n = len(report["changed"]) + len(report["added"]) + len(report["removed"])
-        log.info(
-            "refresh of %d paths: %d changed, %d added, %d removed",
-            len(paths),
-            len(report["changed"]),
-            len(report["added"]),
-            len(report["removed"]),
-        )
-        if n:
-            _schedule_persist(ls)
+        # each path to the workspace whose folder holds it (lsp.folders)
+        groups: dict[int, tuple[Workspace, list[str]]] = {}
+        for p in paths:
+            own = folders.workspace_for(ls, Path(p).as_uri()) or ls.ws
+            groups.setdefault(id(own), (own, []))[1].append(p)
+        for own, group in groups.values():
+            await _refresh(ls, own, group)
+
+
+async def _refresh(ls: PycsamtServer, ws: Workspace, paths: list[str]) -> None:
+    """Refresh *paths* in *ws* and persist it once the burst settles."""
+    if ws is not ls.ws and not await folders.extra_ready(ls, ws, 600.0):
+        return  # that folder's index never opened: nothing to refresh
+    try:
+        report = await ls.run_blocking("refresh", ws.refresh, paths, lane="command")
+    except Exception:  # logged; the old snapshot keeps serving
+        log.exception("refresh failed for %d paths", len(paths))
+        return
+    n = len(report["changed"]) + len(report["added"]) + len(report["removed"])
+    log.info(
+        "refresh of %d paths: %d changed, %d added, %d removed",
+        len(paths),
+        len(report["changed"]),
+        len(report["added"]),
+        len(report["removed"]),
+    )
+    if n and ws is ls.ws:
+        _schedule_persist(ls)
+    elif n:
+        ls.spawn(ls.run_blocking("persist", ws.persist, lane="command"))
 
 
 def _schedule_persist(ls: PycsamtServer, delay: float = 2.0) -> None:

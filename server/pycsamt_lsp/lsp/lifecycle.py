@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.lsp import configuration, folders
+from pycsamt_lsp.lsp import configuration, folders, indexing
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
@@ -98,6 +98,7 @@ async def on_folders(
         lambda: configuration.apply(
             ls, reason="didChangeWorkspaceFolders", restart=True
         ),
+        watch=indexing.watch_workspace,
     )
 
 
@@ -109,6 +110,8 @@ async def on_shutdown(ls: PycsamtServer, *_args) -> None:
         ls.ws.cancel_build()  # a build process must not outlive the server
     for extra in ls.extra.values():  # the other folders' workspaces (lsp.folders)
         extra.cancel_build()
+    for stop in ls.extra_stops.values():
+        stop.set()
     for handle in (ls.flush_timer, ls.persist_timer, *ls.diagnostics_timers.values()):
         if handle is not None:
             handle.cancel()

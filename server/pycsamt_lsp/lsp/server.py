@@ -113,6 +113,7 @@ class PycsamtServer(LanguageServer):
         #: multi-root: the other folders' workspaces by resolved root (lsp.folders)
         self.extra: dict[str, Workspace] = {}
         self.extra_opened: dict[str, asyncio.Future] = {}
+        self.extra_stops: dict[str, asyncio.Event] = {}
         self.ws: Workspace | None = None
         self.state = "starting"
         self.percent = 0
