@@ -58,7 +58,11 @@ class PathRefused(ValueError):
 def shown(name: str) -> str:
     """*name* safe to log and to store as JSON text: undecodable bytes of a
     file name (lone surrogates) become ``\\xff`` escapes."""
-    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    try:
+        raw = os.fsencode(name)  # the file name's own bytes: ``\xff``, not ``\udcff``
+    except (UnicodeError, TypeError):
+        raw = name.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def rel_refusal(rel: str) -> str | None:

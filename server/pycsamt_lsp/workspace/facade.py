@@ -487,8 +487,12 @@ class Workspace:
                         break
                     rels.add(rel)
             if paths is None:
-                rels = set(old) | set(snap.skipped) | {rel for rel, _ in self._files()}
+                refused: dict[str, str] = {}
+                listed = iter_corpus_files(self.root, self.profile, refused)
+                rels = set(old) | set(snap.skipped) | {rel for rel, _ in listed}
             seen = self._observe(sorted(rels))
+            if paths is None:  # refused files stay counted skips (issue 19)
+                seen.update((rel, ("skip", why)) for rel, why in refused.items())
             skipped = dict(snap.skipped)
             contents: dict[str, tuple[str, bytes]] = {}
             removed: list[str] = []
