@@ -64,6 +64,7 @@ class Edit:
     new_text: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form (inside a :class:`Fix`'s ``edits``)."""
         return {
             "line": self.line,
             "col": self.col,
@@ -84,6 +85,7 @@ class Fix:
     replacement: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form, its edits included (a diagnostic's ``data``)."""
         return {
             "title": self.title,
             "candidate": self.candidate,
@@ -123,6 +125,7 @@ class Problem:
     summary: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form, fixes included (what reports and tools serialise)."""
         return {
             "code": self.code,
             "severity": self.severity,

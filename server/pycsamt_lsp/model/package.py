@@ -342,7 +342,7 @@ def _text(node: ast.AST | None, src: _Src | None) -> str | None:
             return seg
     try:
         text = ast.unparse(node)
-    except Exception:  # pragma: no cover - defensive
+    except Exception:  # noqa: BLE001  # pragma: no cover - no text, not a failed build
         return None
     return text if len(text) <= 240 else text[:237] + "..."
 
@@ -419,6 +419,7 @@ class FunctionInfo:
 
     @property
     def has_var_keyword(self) -> bool:
+        """True with a ``**kwargs``: any keyword argument may be accepted."""
         return any(p["kind"] == "var_keyword" for p in self.params)
 
     @property
@@ -431,6 +432,9 @@ class FunctionInfo:
 
     @property
     def method_kind(self) -> str:
+        """``staticmethod``, ``classmethod``, ``property`` or ``function``, from
+        the decorators (how a call binds the first parameter).
+        """
         if "staticmethod" in self.decorators:
             return "staticmethod"
         if "classmethod" in self.decorators:
@@ -443,6 +447,7 @@ class FunctionInfo:
         return "function"
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form saved in ``package_model.json``."""
         return {
             "name": self.name,
             "line": self.line,
@@ -456,6 +461,7 @@ class FunctionInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FunctionInfo:
+        """The inverse of :meth:`to_dict`."""
         return cls(**d)
 
 
@@ -481,6 +487,9 @@ class ClassInfo:
     fields: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form saved in ``package_model.json`` (methods and nested
+        classes included).
+        """
         return {
             "name": self.name,
             "line": self.line,
@@ -501,6 +510,7 @@ class ClassInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassInfo:
+        """The inverse of :meth:`to_dict`."""
         d = dict(d)
         d["methods"] = {k: FunctionInfo.from_dict(v) for k, v in d["methods"].items()}
         d["classes"] = {k: ClassInfo.from_dict(v) for k, v in d["classes"].items()}
@@ -534,10 +544,14 @@ class Binding:
         return f"{self.module}.{self.attr}" if self.attr else self.module
 
     def to_list(self) -> list[Any]:
+        """The compact list form saved in ``package_model.json`` (the name is the
+        key of the enclosing mapping).
+        """
         return [self.line, self.kind, self.module, self.attr, self.conditional]
 
     @classmethod
     def from_list(cls, name: str, v: list[Any]) -> Binding:
+        """The inverse of :meth:`to_list`, for the binding called *name*."""
         return cls(name, v[0], v[1], v[2], v[3], v[4])
 
 
@@ -641,11 +655,15 @@ class ModuleInfo:
         return self.kind != "compiled" and self.parse_error is None
 
     def public_names(self) -> list[str]:
+        """Bound names without a leading underscore (a star import without
+        ``__all__`` takes these).
+        """
         return [n for n in self.bindings if not n.startswith("_")]
 
     # -- persistence ----------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form saved in ``package_model.json``."""
         return {
             "name": self.name,
             "rel": self.rel,
@@ -667,6 +685,7 @@ class ModuleInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModuleInfo:
+        """The inverse of :meth:`to_dict`."""
         d = dict(d)
         d["bindings"] = {k: Binding.from_list(k, v) for k, v in d["bindings"].items()}
         d["functions"] = {
@@ -1023,7 +1042,7 @@ class _ModuleExtractor:
         pos = call.args
 
         def value(key: str, i: int) -> Any:
-            node = kw.get(key, pos[i] if len(pos) > i else None)
+            node: ast.AST | None = kw.get(key, pos[i] if len(pos) > i else None)
             if isinstance(node, ast.Name) and node.id in self.literals:
                 node = self.literals[node.id]
             if node is None or (isinstance(node, ast.Constant) and node.value is None):
@@ -1031,7 +1050,7 @@ class _ModuleExtractor:
             return _literal(node)
 
         pkg = info.name if info.is_package else info.name.rpartition(".")[0]
-        admitted: dict[str, list[Any] | None] = {}
+        admitted: dict[str, list[Any]] = {}
         try:
             subs = value("submodules", 1) or ()
             attrs = value("submod_attrs", 2) or {}
@@ -1353,7 +1372,7 @@ class _ModuleExtractor:
         # ``store`` calls itself through its closure cell: a reference cycle
         # that would keep this method's whole subtree alive until a cyclic
         # collection (most of every parse tree, during a build)
-        store = None  # type: ignore[assignment]  # noqa: F841
+        store = None  # type: ignore[assignment]
 
     def _dataclass_fields(
         self, node: ast.ClassDef, ci: ClassInfo
@@ -1653,11 +1672,11 @@ class _GetattrAnalyzer:
         for st in path:
             try:
                 self._exec(st, env)
-            except Exception:  # pragma: no cover - evaluation is best effort
+            except Exception:  # noqa: BLE001  # pragma: no cover - best effort
                 return None
         try:
             return self._eval(expr, env)
-        except Exception:  # pragma: no cover
+        except Exception:  # noqa: BLE001  # pragma: no cover - best effort
             return None
 
     def _exec(self, st: ast.stmt, env: dict[str, tuple[str, Any] | None]) -> None:
@@ -1753,7 +1772,7 @@ class _GetattrAnalyzer:
                 lit = self.ex.literals.get(node.value.id)
                 try:
                     table = _literal(lit)
-                except Exception:
+                except Exception:  # noqa: BLE001 - not a literal table: unknown
                     return None
                 if isinstance(table, dict) and key[1] in table:
                     return self._wrap(table[key[1]])
@@ -1844,14 +1863,19 @@ class Resolution:
 
     @property
     def location(self) -> tuple[str, int] | None:
+        """``(path, line)`` to jump to (line 1 when the line is unknown, as for a
+        module), or None when the name has no source file.
+        """
         return (self.path, self.line or 1) if self.path is not None else None
 
     @property
     def exists(self) -> bool:
+        """The model proves the name exists."""
         return self.status == EXISTS
 
     @property
     def absent(self) -> bool:
+        """The model proves the name does not exist (an error, not a warning)."""
         return self.status == ABSENT
 
 
@@ -2103,6 +2127,9 @@ class PackageModel:
     # -- persistence ----------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """The whole model as ``package_model.json`` holds it (versioned, files in
+        path order so equal models serialise equally).
+        """
         return {
             "model_version": MODEL_VERSION,
             "package": self.package,
@@ -2112,6 +2139,9 @@ class PackageModel:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], root: Path | None = None) -> PackageModel:
+        """The inverse of :meth:`to_dict`; :class:`ValueError` for a document of
+        another ``model_version``.
+        """
         if d.get("model_version") != MODEL_VERSION:
             raise ValueError(
                 f"package model version {d.get('model_version')} != {MODEL_VERSION}"

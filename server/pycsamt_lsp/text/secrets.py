@@ -177,8 +177,9 @@ def mask_tree(value: object, *, python: bool = True) -> object:
         return [mask_tree(v, python=python) for v in value]
     if isinstance(value, dict):
         out = {k: mask_tree(v, python=python) for k, v in value.items()}
-        if isinstance(out.get("name"), str) and isinstance(out.get("default"), str):
-            out["default"] = mask_default(out["name"], value["default"])
+        name = out.get("name")
+        if isinstance(name, str) and isinstance(out.get("default"), str):
+            out["default"] = mask_default(name, value["default"])
         return out
     return value
 
