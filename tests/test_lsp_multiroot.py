@@ -97,6 +97,14 @@ async def test_each_folder_with_a_corpus_serves_its_buffers(
     )
     assert hover is not None and "other_fn" in hover.contents.value
 
+    got = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=in_b),
+            position=types.Position(line=0, character=len("from pkg import ")),
+        )
+    )
+    assert "other_fn" in [i.label for i in got.items]  # b's package, not a's
+
     # b's own corpus changes: its watcher is registered, the event refreshes
     # b's workspace (not a's), and the buffer's squiggle goes
     await wait_for(

@@ -48,13 +48,20 @@ EAGER_DOCS = 60
 MAX_ITEMS = 2000
 
 
-def _item(ws: Workspace, c: Completion, docs: bool) -> types.CompletionItem:
+def _item(
+    ws: Workspace, c: Completion, docs: bool, uri: str | None = None
+) -> types.CompletionItem:
     card = c.card(ws) if docs else None
     item = types.CompletionItem(
         label=c.name,
         kind=_KINDS.get(c.kind, types.CompletionItemKind.Text),
         sort_text=c.sort_text,
-        data={"dotted": c.dotted, "module": c.module, "importPath": c.import_path},
+        data={
+            "dotted": c.dotted,
+            "module": c.module,
+            "importPath": c.import_path,
+            "uri": uri,  # resolve documents it from the buffer's folder workspace
+        },
     )
     if card is not None:
         item.detail = card.detail()
@@ -86,7 +93,7 @@ async def on_completion(
         got = sorted(got, key=lambda c: c.sort_text)[:MAX_ITEMS] if cut else got
         docs = len(got) <= EAGER_DOCS
         return types.CompletionList(
-            is_incomplete=cut, items=[_item(ws, c, docs) for c in got]
+            is_incomplete=cut, items=[_item(ws, c, docs, doc.uri) for c in got]
         )
 
     try:
@@ -102,7 +109,8 @@ async def on_resolve(
     data = item.data if isinstance(item.data, dict) else None
     if item.documentation is not None or not data or "dotted" not in data:
         return item
-    ws = await ls.editor_workspace()
+    uri = data.get("uri")  # the buffer's folder workspace documents it
+    ws = await ls.editor_workspace(uri if isinstance(uri, str) else None)
     if ws is None:
         return item
 
