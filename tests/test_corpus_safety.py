@@ -282,3 +282,18 @@ def test_a_build_killed_while_writing_leaves_no_temp_after_the_next_start(tmp_pa
     finally:
         client.close()
     assert not [p.name for p in idx.iterdir() if p.name.startswith(".chunks.jsonl.")]
+
+
+@pytest.mark.e2e
+def test_eval_suite_dir_skips_a_fifo_named_jsonl(tmp_path: Path):
+    """``suiteDir`` is the user's own folder (not corpus content, so it may
+    lie anywhere), but only its regular ``*.jsonl`` files are read."""
+    profile = write_fixture_corpus(tmp_path)
+    suites = tmp_path / "my_suites"
+    suites.mkdir()
+    os.mkfifo(suites / "blocked.jsonl")
+    line = {"id": "s1", "query": "correct the static shift", "expected_symbols": []}
+    (suites / "ok.jsonl").write_text(json.dumps(line) + "\n", "utf-8")
+    got = _cli(tmp_path, profile, "eval", "--suite-dir", str(suites))
+    assert "ok" in json.dumps(got)
+    assert "blocked" not in json.dumps(got)

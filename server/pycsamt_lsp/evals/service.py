@@ -36,7 +36,8 @@ def suite_paths(ws: Workspace, suite_dir: str | None) -> list[Path]:
         d = Path(suite_dir).expanduser()
         if not d.is_dir():
             raise ArgumentError(f"suite folder {d} does not exist")
-        paths = sorted(d.glob("*.jsonl"))
+        # regular files only: a FIFO named x.jsonl would block the read (issue 19)
+        paths = sorted(p for p in d.glob("*.jsonl") if p.is_file())
     else:
         paths = default_suite_paths(ws.root, PROJECT_ROOT, package=ws.profile.package)
     if not paths:
