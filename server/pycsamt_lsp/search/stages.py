@@ -243,7 +243,10 @@ class _Resolver:
     """
 
     def __init__(
-        self, exact: dict[str, int], by_leaf: dict[str, list[int]], symbols: list
+        self,
+        exact: dict[str, list[int]],
+        by_leaf: dict[str, list[int]],
+        symbols: list,
     ) -> None:
         self.exact = exact
         self.by_leaf = by_leaf
@@ -254,11 +257,11 @@ class _Resolver:
     def of(cls, snap: Snapshot, code: np.ndarray) -> _Resolver:
         t = snap.table
         by_leaf: dict[str, list[int]] = {}
-        exact: dict[str, int] = {}
+        exact: dict[str, list[int]] = {}
         for slot in np.flatnonzero(code).tolist():
             sym = t.symbols[slot]
             if sym:
-                exact.setdefault(sym, slot)
+                exact.setdefault(sym, []).append(slot)
                 if t.kinds[slot] == "python_symbol":
                     by_leaf.setdefault(sym.rsplit(".", 1)[-1], []).append(slot)
         return cls(exact, by_leaf, t.symbols)
@@ -272,7 +275,7 @@ class _Resolver:
             specific = len(name) >= 6 and ("_" in name or not name.islower())
             got = tuple(cands) if cands and len(cands) == 1 and specific else ()
         elif name in self.exact:
-            got = (self.exact[name],)
+            got = tuple(self.exact[name])
         else:
             mod, _, leaf = name.rpartition(".")
             got = tuple(
@@ -321,11 +324,13 @@ def apply_stages(
     out = _rescore(snap, st, query, idx, base, s, on, depth, PROSE_FACTOR) if on else s
     if "workflow_keep" not in disable:
         guides = st.prose[idx] & st.workflow[idx]
-        out = _keep_one(out, in_workflow, guides)
+        out = _keep_one(out, idx, snap.table.ids, in_workflow, guides)
     return out
 
 
-def _keep_one(s: np.ndarray, *masks: np.ndarray | None) -> np.ndarray:
+def _keep_one(
+    s: np.ndarray, idx: np.ndarray, ids: Sequence[str], *masks: np.ndarray | None
+) -> np.ndarray:
     """*s* with the best of each mask among the :data:`KEEP_DEPTH` best.
 
     One partition finds the cut; a lift goes just above it (and moves it).
@@ -337,7 +342,7 @@ def _keep_one(s: np.ndarray, *masks: np.ndarray | None) -> np.ndarray:
     for mine in masks:
         if mine is None or not mine.any() or (mine & (out >= kth)).any():
             continue
-        j = np.flatnonzero(mine)[np.argmax(out[mine])]
+        j = _best(np.flatnonzero(mine), out, idx, ids)
         if out is s:
             out = s.copy()
         out[j] = kth * (1.0 + 1e-9)
@@ -358,7 +363,7 @@ def _rescore(
 ) -> np.ndarray:
     pool = max(STAGE_POOL, depth)
     if len(idx) > pool:
-        top = np.sort(np.argpartition(-s, pool - 1)[:pool])
+        top = _top(np.arange(len(s)), s, pool)  # sorted, ties included
         out = s * np.where(st.prose[idx], pf, 1.0) if "code_first" in on else s.copy()
         out[top] = _stages(snap, st, query, idx[top], base[top], s[top], on, pf)
         return out
@@ -392,7 +397,7 @@ def _stages(
             snap, st, idx, s, "inherit" in on, mods if "module_inherit" in on else None
         )
     if "code_first" in on:
-        s = _code_first(st, query, idx, s, pf, mods)
+        s = _code_first(st, query, idx, s, pf, mods, snap.table.ids)
     return s
 
 
@@ -415,10 +420,24 @@ def _module_pairs(
 
 
 def _top(js: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
-    """The *n* best scored of candidate positions *js*."""
+    """The *n* best scored of candidate positions *js*, and any tied with
+    the *n*-th: slot numbers differ between an incremental update and a full
+    build of the same files, so a cut must never depend on them."""
     if len(js) <= n:
         return js
-    return js[np.argpartition(-s[js], n - 1)[:n]]
+    v = s[js]
+    kth = -np.partition(-v, n - 1)[n - 1]
+    return js[v >= kth]
+
+
+def _best(js: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]) -> int:
+    """The position of *js* with the highest score; a tie goes to the
+    smallest chunk id (not to the lowest slot, see :func:`_top`)."""
+    v = s[js]
+    tied = js[v == v.max()]
+    if len(tied) == 1:
+        return int(tied[0])
+    return min(tied.tolist(), key=lambda j: ids[idx[j]])
 
 
 def _spread(
@@ -476,11 +495,12 @@ def _code_first(
     s: np.ndarray,
     pf: float,
     mods: tuple[np.ndarray, np.ndarray] | None,
+    ids: Sequence[str],
 ) -> np.ndarray:
     prose = st.prose[idx]
     out = s * np.where(prose, pf, 1.0)
     if prose.any() and is_howto(query):
-        lead = np.flatnonzero(prose)[np.argmax(s[prose])]
+        lead = _best(np.flatnonzero(prose), s, idx, ids)
         out[lead] = s[lead]
     if mods is not None:
         own, pos = mods
