@@ -204,6 +204,8 @@ def test_server_on_a_hostile_tree_answers_and_refuses(hostile):
             "pkg/linked_dir/leak.py",
             "pkg/\x00x.py",
             "pkg/%2e%2e/x.py",
+            "pkg/loop_a.py",
+            "pkg/fifo.py",
         ):
             for cmd, args in (
                 ("pycsamt.readSource", {"path": path}),
@@ -219,6 +221,15 @@ def test_server_on_a_hostile_tree_answers_and_refuses(hostile):
             {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 14}},
         )
         assert OUTSIDE_TOKEN not in json.dumps(hover)
+        got = client.request(
+            "workspace/executeCommand",
+            {
+                "command": "pycsamt.searchSource",
+                "arguments": [{"query": OUTSIDE_TOKEN}],
+            },
+        )
+        assert "error" not in got, got
+        assert got["result"]["results"] == []  # the query itself is echoed back
     finally:
         client.close()
     logged = json.dumps(client.notifications("window/logMessage"))

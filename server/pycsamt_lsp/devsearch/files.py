@@ -201,7 +201,10 @@ def resolve_request(root: Path, path: object, profile: Profile) -> tuple[str, Pa
     if why := file_refusal(parts[-1], profile):
         raise DevSearchError(f"refused {rel!r}: {why}")
     base = root_dir(root)
-    real = (base / rel).resolve()
+    try:
+        real = (base / rel).resolve()
+    except RuntimeError:  # Python < 3.13 raises on a symlink loop (issue 19)
+        raise DevSearchError(f"refused {rel!r}: a symlink loop") from None
     if why := target_refusal(real, real_roots(base, roots), profile):
         raise DevSearchError(f"refused {rel!r}: {why}")
     if not real.is_file():

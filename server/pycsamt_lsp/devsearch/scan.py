@@ -101,7 +101,11 @@ def enumerate_files(
                 rel = f"{drel}/{e.name}"
                 try:
                     if e.is_symlink():  # symlinked folders are never followed
-                        real = Path(e.path).resolve()
+                        try:
+                            real = Path(e.path).resolve()
+                        except RuntimeError:  # a symlink loop (issue 19)
+                            counts["files_excluded"] += 1
+                            continue
                         if real.is_dir() or target_refusal(real, allowed, profile):
                             counts["files_excluded"] += 1
                             continue
