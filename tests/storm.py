@@ -121,8 +121,18 @@ class Prober:
         self.client.send(
             {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
         )
-        self.client.response(msg_id)
-        return (time.perf_counter() - t) * 1000
+        # poll every millisecond (RawClient.response polls every 20 ms: too
+        # coarse to time a 2 ms hover)
+        c = self.client
+        while True:
+            with c._lock:
+                hit = next((m for m in c.messages if m.get("id") == msg_id), None)
+                if hit is not None:
+                    c.messages.remove(hit)
+                    return (time.perf_counter() - t) * 1000
+            if time.perf_counter() - t > 60:
+                raise AssertionError(f"no response to {method} in 60 s")
+            time.sleep(0.001)
 
     def run(self) -> None:
         hover = {
@@ -136,7 +146,7 @@ class Prober:
         while not self._stop.is_set():
             self.hover_ms.append(self._ask("textDocument/hover", hover))
             self.query_ms.append(self._ask("workspace/executeCommand", query))
-            time.sleep(0.01)
+            time.sleep(0.002)
 
     def start(self) -> threading.Thread:
         th = threading.Thread(target=self.run, daemon=True)
