@@ -1,0 +1,173 @@
+"""Did-you-mean: real symbols of the package named like a hallucinated one.
+
+:class:`_SuggestIndex` maps identifier tokens to every public symbol of a
+:class:`~pycsamt_lsp.model.package.PackageModel`; the model builds it lazily
+and drops it on every update.
+"""
+
+from __future__ import annotations
+
+import difflib
+import weakref
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from pycsamt_lsp.corpus.testfiles import is_test_module
+from pycsamt_lsp.model.facts import identifier_tokens
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.model.package import PackageModel
+
+
+def _stem(token: str) -> str:
+    return token[:-1] if len(token) > 3 and token.endswith("s") else token
+
+
+#: Below this a "suggestion" shares little more than a common word.
+_MIN_SUGGEST_SCORE = 0.5
+
+
+class _SuggestIndex:
+    """Token -> symbols map over every public name, for fast suggestions.
+
+    Scoring (identifier parts, not characters, carry the meaning): coverage
+    of the query's parts (an acronym of the query, ``ss`` for
+    ``static_shift``, covers them all), precision over the candidate's parts,
+    a small bonus for exact/prefix names and for package-level (re-exported)
+    paths, a penalty per nesting level, and a character ratio for the final
+    order of the shortlist.
+    """
+
+    def __init__(self, model: PackageModel) -> None:
+        # A proxy, not a reference: the model owns this index, and a cycle
+        # would keep every replaced model alive until a full collection.
+        self.model = weakref.proxy(model)
+        demote = model.suggest_demote
+        mods = model.modules
+        # dotted, name, tokens, compact name, is_module, static score part
+        self.entries: list[tuple[str, str, frozenset[str], str, bool, float]] = []
+        self.by_token: dict[str, list[int]] = defaultdict(list)
+        seen: set[str] = set()
+        for dotted in model.all_symbols():
+            if dotted in seen or is_test_module(dotted):
+                continue
+            seen.add(dotted)
+            parent, _, name = dotted.rpartition(".")
+            is_module = dotted in mods
+            toks = frozenset(_stem(t) for t in identifier_tokens(name))
+            if not toks:
+                continue
+            pinfo = mods.get(parent)
+            static = -0.03 * max(0, dotted.count(".") - 1)
+            if pinfo is not None and pinfo.is_package:
+                static += 0.08
+            home = mods.get(dotted) if is_module else pinfo
+            if demote is not None and home is not None and demote(home.rel):
+                static -= 0.5
+            idx = len(self.entries)
+            self.entries.append(
+                (dotted, name, toks, name.replace("_", "").lower(), is_module, static)
+            )
+            for t in toks:
+                self.by_token[t].append(idx)
+        self.vocab_by_letter: dict[str, list[str]] = defaultdict(list)
+        for t in self.by_token:
+            self.vocab_by_letter[t[0]].append(t)
+
+    def query(
+        self, text: str, k: int, *, kind: str | None, within: str | None
+    ) -> list[str]:
+        parent, _, name = text.rpartition(".")
+        raw = identifier_tokens(name)
+        qset = {_stem(t) for t in raw}
+        if not qset:
+            return []
+        acronym = "".join(t[0] for t in raw) if len(raw) >= 2 else None
+        qcompact = name.replace("_", "").lower()
+        lookup = set(qset)
+        for t in qset:
+            if t not in self.by_token and len(t) >= 4:
+                lookup.update(
+                    difflib.get_close_matches(
+                        t, self.vocab_by_letter.get(t[0], []), n=3, cutoff=0.8
+                    )
+                )
+        if acronym and acronym in self.by_token:
+            lookup.add(acronym)
+        scores: dict[int, float] = {}
+        acronym_only: set[int] = set()
+        for t in lookup:
+            for i in self.by_token.get(t, ()):
+                if i in scores:
+                    continue
+                dotted, _, toks, compact, is_module, static = self.entries[i]
+                if kind == "module" and not is_module:
+                    continue
+                if within and not dotted.startswith(within + "."):
+                    continue
+                exact = len(qset & toks)
+                matched = exact + 0.8 * len(
+                    {u for u in toks if u in lookup and u != acronym} - qset
+                )
+                if acronym and acronym in toks and matched < len(qset):
+                    cover, prec = 0.5, min(1.0, (matched + 1) / len(toks))
+                    if not matched:
+                        acronym_only.add(i)
+                else:
+                    cover, prec = (
+                        min(1.0, matched / len(qset)),
+                        min(1.0, matched / len(toks)),
+                    )
+                score = 0.6 * cover + 0.25 * prec + static
+                if compact == qcompact:
+                    score += 0.15
+                elif compact.startswith(qcompact):
+                    score += 0.05
+                if parent and dotted.startswith(parent + "."):
+                    score += 0.05
+                scores[i] = score
+        if not scores:
+            return []
+        top = sorted(scores, key=lambda i: -scores[i])[: max(30, 8 * k)]
+        words = [t for t in raw if len(t) > 2] or raw
+        ranked = []
+        for i in top:
+            dotted, compact = self.entries[i][0], self.entries[i][3]
+            # Evidence from the docstring: "static shift" in the summary of
+            # ``emtools.ss`` is what makes the acronym match meaningful.
+            doc = (self.model.doc(dotted) or "")[:400].lower()
+            evidence = bool(doc) and all(w in doc for w in words)
+            if i in acronym_only and not evidence:
+                continue
+            final = (
+                scores[i]
+                + 0.15 * difflib.SequenceMatcher(None, qcompact, compact).ratio()
+            )
+            final += 0.1 if evidence else 0.0
+            if final >= _MIN_SUGGEST_SCORE:
+                ranked.append((final, dotted))
+        ranked.sort(key=lambda x: (-x[0], x[1]))
+        out: list[str] = []
+        canon: set[str] = set()
+        for _, dotted in ranked:
+            res = self.model.resolve(dotted)
+            if not res.exists:
+                continue
+            key = res.target or dotted
+            if key in canon:
+                continue
+            canon.add(key)
+            out.append(dotted)
+            if len(out) >= 3 * k:
+                break
+        if kind != "module":
+            # A module whose own definitions are suggested too is a worse fix
+            # than the definition (``agents.static_shift`` vs ``StaticShiftAgent``).
+            mods = self.model.modules
+            homes = {
+                (self.model.resolve(d).target or d).rpartition(".")[0]
+                for d in out
+                if d not in mods
+            }
+            out = [d for d in out if d not in mods or d not in homes]
+        return out[:k]
