@@ -31,7 +31,8 @@ namespace open.
 
 Layout (one seam per module, imported in this order): ``facts`` (the records
 and shared AST helpers), ``pep562`` (the ``__getattr__`` analysis),
-``extract`` (:class:`ModuleInfo` and the pass that fills it), ``resolve``
+``dynamic`` (``globals()``/``setattr``/``lazy_loader`` scans), ``extract``
+(:class:`ModuleInfo` and the pass that fills it), ``resolve``
 (exists / absent / unknown, class attributes), ``members`` (signatures, docs,
 members for the editor), ``suggest`` (did-you-mean). This module builds and
 updates a :class:`PackageModel` and re-exports the names its importers use.
