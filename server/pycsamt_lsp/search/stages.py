@@ -437,7 +437,7 @@ def _best(js: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]) ->
     tied = js[v == v.max()]
     if len(tied) == 1:
         return int(tied[0])
-    return min(tied.tolist(), key=lambda j: ids[idx[j]])
+    return min(tied.tolist(), key=lambda j: ids[int(idx[j])])
 
 
 def _spread(
