@@ -51,6 +51,8 @@ def _masked(chunks: list[Chunk], *, python: bool) -> list[Chunk]:
     can show them (issue 19; :mod:`pycsamt_lsp.text.secrets`)."""
     for c in chunks:
         if may_hold_secret(c.text):
-            c.text = mask(c.text, python=python)
-            c.metadata = mask_tree(c.metadata, python=python)  # type: ignore[assignment]
+            new = mask(c.text, python=python)
+            if new != c.text:  # metadata comes from the same lines
+                c.text = new
+                c.metadata = mask_tree(c.metadata, python=python)  # type: ignore[assignment]
     return chunks
