@@ -59,6 +59,7 @@ describe('ServerManager', () => {
       openaiModel: 'gpt-4o-mini',
       logLevel: 'info',
       diagnosticsSeverity: 'error',
+      showSyntaxErrors: false,
       watch: 'auto',
       debounceMs: 250,
     });

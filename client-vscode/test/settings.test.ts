@@ -34,7 +34,7 @@ describe('initializationOptions from package.json defaults', () => {
     assert.deepEqual(opts, wanted);
     assert.deepEqual(Object.keys(opts).sort(), [
       'corpusRoot', 'debounceMs', 'dense', 'diagnosticsSeverity', 'indexDir', 'logLevel', 'openaiModel', 'profile',
-      'resultCount', 'watch',
+      'resultCount', 'showSyntaxErrors', 'watch',
     ]);
     assert.equal(opts.resultCount, 10);
     assert.equal(opts.watch, 'auto');
