@@ -48,13 +48,22 @@ _E2E_FIXTURES = frozenset(
 
 def pytest_collection_modifyitems(config, items):
     """Two lanes: ``-m unit`` (in-process, fixture trees, seconds) and
-    ``-m e2e`` (real server over LSP, CLI processes, the real corpus)."""
+    ``-m e2e`` (real server over LSP, CLI processes, the real corpus).
+
+    A module that imports ``pytest_lsp`` or ``subprocess`` starts processes,
+    so all of its tests are end to end."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        module = getattr(item, "module", None)
+        spawns = module is not None and any(
+            name in vars(module) for name in ("pytest_lsp", "subprocess")
+        )
         e2e = (
-            bool(fixtures & _E2E_FIXTURES)
+            spawns
+            or bool(fixtures & _E2E_FIXTURES)
             or any(name.startswith("real_") for name in fixtures)
             or item.get_closest_marker("corpus") is not None
             or item.get_closest_marker("e2e") is not None
+            or item.get_closest_marker("realpkgs") is not None
         )
         item.add_marker(pytest.mark.e2e if e2e else pytest.mark.unit)
