@@ -32,6 +32,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -297,10 +298,19 @@ def serve(
             ls.ws.cancel_build()
         ls.offload.shutdown()
     stuck = ls.offload.busy("editor")
-    if stuck:
+    # a job's thread may also be alive without being counted any more (its
+    # request was answered at the budget); Python would join it at exit
+    alive = [
+        t
+        for t in threading.enumerate()
+        if t is not threading.main_thread() and not t.daemon and t.is_alive()
+    ]
+    if stuck or alive:
         # Python would join those threads at exit, i.e. wait for the very
         # work their budget gave up on; the client asked us to go now.
-        log.warning("exiting with %d editor jobs still running", stuck)
+        log.warning(
+            "exiting with %d editor jobs (%d threads) still running", stuck, len(alive)
+        )
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             try:
