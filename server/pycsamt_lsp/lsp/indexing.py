@@ -34,7 +34,8 @@ __all__ = ["configure_ask", "register", "run_with_progress", "start"]
 
 log = logging.getLogger("pycsamt_lsp")
 
-_WATCH_GLOBS = ("**/*.py", "**/*.rst", "**/*.md")
+# .pyi / .pyx: not indexed, but package-model modules (stubs, Cython)
+_WATCH_GLOBS = ("**/*.py", "**/*.pyi", "**/*.pyx", "**/*.rst", "**/*.md")
 
 
 def workspace_folder(ls: PycsamtServer) -> str | None:
@@ -258,7 +259,9 @@ async def _watch_server_side(
 
     def wanted(_change: watchfiles.Change, path: str) -> bool:
         return (
-            path.endswith(profile.suffixes if profile else (".py",))
+            path.endswith(
+                (*(profile.suffixes if profile else (".py",)), ".pyi", ".pyx")
+            )
             and "/.pycsamt_rag" not in path
         )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index import heap
-from pycsamt_lsp.model.package import PackageModel
+from pycsamt_lsp.model.package import PackageModel, module_name_for
 from pycsamt_lsp.model.state import (
     apply_updates,
     load_model,
@@ -123,13 +123,13 @@ class ModelService:
         (None: every module file); empty when no model is held."""
         if self.model is None:
             return []
-        pkg = self.profile.package + "/"
+        pkg = self.profile.package
         files: dict[str, Path] | None = None
         if rels is None:
-            files = module_files(self.root, self.profile.package)
+            files = module_files(self.root, pkg)
             cands = set(files) | set(self.shas)
-        else:
-            cands = {r for r in rels if r.startswith(pkg)}
+        else:  # flat or src/ layout: the model's own notion of a module file
+            cands = {r for r in rels if module_name_for(r, pkg) is not None}
         updates: list[ModelUpdate] = []
         for rel in sorted(cands):
             if self.profile.should_index(rel) and rel.endswith(".py"):
