@@ -1,7 +1,7 @@
 """Any Python package through a profile (issue 17), on small fixture trees.
 
 Each shape is checked through the CLI (``pycsamt-lsp validate -`` with a
-profile that sets only ``name`` and ``package``): real imports give no error,
+profile that sets only ``package``): real imports give no error,
 made-up ones give an error when the model can prove them absent, and a
 warning (never an error) when it cannot (positions: test_any_package_lsp.py). ``profile init`` and ``corpus fetch`` are run as a
 user would.
@@ -30,7 +30,7 @@ def tree(root: Path, files: dict[str, str]) -> Path:
 
 def validate(root: Path, code: str, package: str = "pkg") -> tuple[int, dict]:
     prof = root.parent / f"{root.name}-{package}.toml"
-    prof.write_text(f'name = "{package}"\npackage = "{package}"\n', encoding="utf-8")
+    prof.write_text(f'package = "{package}"\n', encoding="utf-8")  # the shortest
     proc = subprocess.run(
         [
             *CLI,
@@ -82,6 +82,55 @@ def test_src_layout_checkout(tmp_path):
     code, res = validate(root, "from pkg import walk\nimport pkg.kore\n")
     assert code == 1
     assert errors_about(res, "walk", "pkg.kore") == {"walk": True, "pkg.kore": True}
+
+
+def test_profile_with_only_package(tmp_path):
+    """``name`` is optional: it defaults to the package (stats and the
+    persisted manifest show it); an empty or non-string one is an error."""
+    root = tree(tmp_path / "proj", {"src/pkg/__init__.py": "def run():\n    pass\n"})
+    prof = tmp_path / "only.toml"
+    prof.write_text('package = "pkg"\n', encoding="utf-8")
+    args = ["--profile", str(prof), "--root", str(root)]
+    idx = ["--index-dir", str(tmp_path / "idx")]
+    proc = subprocess.run(
+        [*CLI, "validate", "-", "--json", *args, *idx],
+        input="from pkg import run\nfrom pkg import walk\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["checked"] == ["pkg.run"] and errors_about(res, "walk")["walk"], res
+    proc = subprocess.run(
+        [*CLI, "stats", "--json", *args, *idx],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["profile"] == "pkg"
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text("utf-8"))
+    assert manifest["profile"] == "pkg"
+    for bad in ('name = ""\npackage = "pkg"\n', 'name = 3\npackage = "pkg"\n'):
+        prof.write_text(bad, encoding="utf-8")
+        proc = subprocess.run(
+            [*CLI, "validate", "-", *args, "--index-dir", str(tmp_path / "i2")],
+            input="import pkg\n",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 2 and "'name' must be" in proc.stderr, proc.stderr
+    prof.write_text('name = "x"\n', encoding="utf-8")
+    proc = subprocess.run(
+        [*CLI, "validate", "-", *args, "--index-dir", str(tmp_path / "i3")],
+        input="import pkg\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and "'package' is required" in proc.stderr
 
 
 def test_pep420_namespace_package(tmp_path):

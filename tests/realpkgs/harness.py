@@ -557,9 +557,7 @@ def _attribute(lines: list[str], summaries: Iterable[str]) -> tuple[list[int], i
 def write_profile(spec: PkgSpec, folder: Path) -> Path:
     """The smallest profile: the validator only needs ``package``."""
     path = folder / f"{spec.package}.toml"
-    path.write_text(
-        f'name = "{spec.package}"\npackage = "{spec.package}"\n', encoding="utf-8"
-    )
+    path.write_text(f'package = "{spec.package}"\n', encoding="utf-8")
     return path
 
 

@@ -177,9 +177,14 @@ def _pairs_of_lists(raw: object, key: str) -> tuple[tuple[str, tuple[str, ...]],
 
 def profile_from_dict(data: dict, source: str = "") -> Profile:
     """Validate a parsed TOML document into a :class:`Profile`."""
-    for key in ("name", "package"):
-        if not isinstance(data.get(key), str) or not data[key]:
-            raise ProfileError(f"profile {source or '?'}: {key!r} is required")
+    if not isinstance(data.get("package"), str) or not data["package"]:
+        raise ProfileError(f"profile {source or '?'}: 'package' is required")
+    # ``name`` is only a label (logs, manifest): the package names it by default
+    name = data.get("name", data["package"])
+    if not isinstance(name, str) or not name:
+        raise ProfileError(
+            f"profile {source or '?'}: 'name' must be a non-empty string"
+        )
     prio = data.get("priority", {})
     paths = data.get("workflow_paths", [])
     try:
@@ -189,7 +194,7 @@ def profile_from_dict(data: dict, source: str = "") -> Profile:
             "profile key 'workflow_paths' must be [fragment, workflow] pairs"
         ) from None
     return Profile(
-        name=data["name"],
+        name=name,
         package=data["package"],
         distribution=str(data.get("distribution", "")),
         roots=_strs(data, "roots"),
