@@ -9,14 +9,18 @@ with the method name for a method, split like every identifier
 chunk text is read and a warm start costs what it did.
 
 Scores are BM25 (the index's ``k1`` and ``b``) with the field's own
-statistics; the per-term contributions are precomputed, so a query costs one
-fancy-indexed add per query term.
+statistics. The field keeps term frequencies, not weights: a saved file
+changes the statistics (document count, mean length, a few document
+frequencies) and so every weight, but :meth:`NameField.updated` only has to
+touch the postings of the changed file's terms. A term's weights are
+computed when a query first uses it, from integers kept exactly, so they are
+the same bits whether the field was built at once or updated save by save.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -27,6 +31,7 @@ from pycsamt_lsp.index.tokenize import term_counts
 __all__ = ["CODE_KINDS", "NameField", "name_text"]
 
 CODE_KINDS = frozenset({"python_symbol", "python_method"})
+_EMPTY_SLOTS = np.zeros(0, np.int64)
 
 
 def name_text(symbol: str | None, kind: str) -> str:
@@ -41,18 +46,29 @@ def name_text(symbol: str | None, kind: str) -> str:
 
 @lru_cache(maxsize=65_536)
 def _name_terms(text: str) -> tuple[tuple[str, int], ...]:
-    """``term_counts(text)`` as pairs, remembered across builds: the field is
-    rebuilt for every saved file, and splitting every name again was most of
-    a refresh (~1 s of 2 on a 240 KB module, under cProfile)."""
+    """``term_counts(text)`` as pairs, remembered across builds and updates
+    (names repeat: ``__init__``, ``plot``, ``get``)."""
     return tuple(term_counts(text).items())
 
 
 @dataclass(frozen=True, eq=False)
 class NameField:
-    """Term -> (slots, BM25 weights) over the name field of every slot."""
+    """Term -> (live slots, term frequencies) over the name field of every slot.
+
+    ``lens`` is each slot's field length (0: no field, or a removed slot);
+    ``n_docs`` and ``total`` (the sum of ``lens``) are exact integers, so an
+    updated field has exactly the statistics of one built from scratch.
+    """
 
     n_slots: int
-    postings: dict[str, tuple[np.ndarray, np.ndarray]]
+    postings: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    lens: np.ndarray  # float64 (integer values), len n_slots
+    n_docs: int
+    total: float
+    k1: float = K1
+    b: float = B
+    #: term -> BM25 weights aligned with its postings, filled on first use
+    _weights: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -67,8 +83,8 @@ class NameField:
         """The field of every live slot (others have an empty field).
 
         Vectorised: one pass collects ``(slot, term, tf)`` triples (names
-        repeat, so each distinct name is split once), then numpy computes
-        every weight and groups them by term.
+        repeat, so each distinct name is split once), then numpy groups them
+        by term.
         """
         n = len(symbols)
         vocab: dict[str, int] = {}
@@ -92,25 +108,96 @@ class NameField:
                 terms.append(tid)
                 tfs.append(c)
         if not rows:
-            return cls(n, {})
+            return cls(n, {}, np.zeros(n), 0, 0.0, k1, b)
         row = np.array(rows, np.int64)
         term = np.array(terms, np.int64)
         f = np.array(tfs, np.float64)
         lens = np.bincount(row, weights=f, minlength=n)
-        n_docs = int(np.count_nonzero(lens))
-        avgdl = float(lens.sum()) / n_docs
-        df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
-        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        w = idf[term] * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * lens[row] / avgdl))
         order = np.argsort(term, kind="stable")
-        row, w = row[order], w[order]
+        row, f = row[order], f[order]
         ptr = np.zeros(len(vocab) + 1, np.int64)
-        np.cumsum(df.astype(np.int64), out=ptr[1:])
+        np.cumsum(np.bincount(term, minlength=len(vocab)), out=ptr[1:])
         postings = {
-            t: (row[ptr[i] : ptr[i + 1]], w[ptr[i] : ptr[i + 1]])
+            t: (row[ptr[i] : ptr[i + 1]], f[ptr[i] : ptr[i + 1]])
             for t, i in vocab.items()
         }
-        return cls(n, postings)
+        return cls(
+            n,
+            postings,
+            lens,
+            int(np.count_nonzero(lens)),
+            float(lens.sum()),
+            k1,
+            b,
+        )
+
+    def updated(
+        self,
+        symbols: Sequence[str | None],
+        kinds: Sequence[str],
+        drop: Iterable[int],
+        start: int,
+    ) -> NameField:
+        """This field without slots *drop* and with slots ``start..`` of the
+        table columns *symbols* / *kinds* (the slots an update appended).
+
+        Costs the changed slots' terms, not the corpus: unchanged postings
+        are shared with this field; only the statistics change for all.
+        """
+        n = len(symbols)
+        lens = np.zeros(n)
+        lens[: self.n_slots] = self.lens
+        n_docs, total = self.n_docs, self.total
+        gone: dict[str, list[int]] = {}
+        for slot in drop:
+            if not (0 <= slot < self.n_slots and lens[slot] > 0.0):
+                continue
+            for t, _ in _name_terms(name_text(symbols[slot], kinds[slot])):
+                gone.setdefault(t, []).append(slot)
+            total -= lens[slot]
+            n_docs -= 1
+            lens[slot] = 0.0
+        added: dict[str, tuple[list[int], list[int]]] = {}
+        for slot in range(start, n):
+            text = name_text(symbols[slot], kinds[slot])
+            if not text:
+                continue
+            length = 0
+            for t, c in _name_terms(text):
+                got = added.setdefault(t, ([], []))
+                got[0].append(slot)
+                got[1].append(c)
+                length += c
+            lens[slot] = float(length)
+            total += float(length)
+            n_docs += 1
+        postings = dict(self.postings)
+        for t in gone.keys() | added.keys():
+            old = postings.get(t)
+            slots = old[0] if old is not None else _EMPTY_SLOTS
+            tf = old[1] if old is not None else np.zeros(0)
+            if t in gone:
+                keep = ~np.isin(slots, gone[t])
+                slots, tf = slots[keep], tf[keep]
+            if t in added:
+                new_slots, new_tf = added[t]
+                slots = np.concatenate((slots, np.array(new_slots, np.int64)))
+                tf = np.concatenate((tf, np.array(new_tf, np.float64)))
+            if len(slots):
+                postings[t] = (slots, tf)
+            else:
+                postings.pop(t, None)
+        return NameField(n, postings, lens, n_docs, total, self.k1, self.b)
+
+    def _weight(self, slots: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """BM25 weights of one term's postings (one term: one idf)."""
+        df = np.full(1, float(len(slots)))
+        idf = np.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+        k1, b = self.k1, self.b
+        avgdl = self.total / self.n_docs
+        return (
+            idf * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * self.lens[slots] / avgdl))
+        )
 
     def scores(self, tokens: Iterable[str], slots: np.ndarray) -> np.ndarray:
         """The field's BM25 for the unique *tokens*, at the given *slots*."""
@@ -119,7 +206,10 @@ class NameField:
             hit = self.postings.get(term)
             if hit is None:
                 continue
+            w = self._weights.get(term)
+            if w is None:
+                w = self._weights[term] = self._weight(*hit)  # one dict store
             if out is None:
                 out = np.zeros(self.n_slots)
-            out[hit[0]] += hit[1]
+            out[hit[0]] += w
         return np.zeros(len(slots)) if out is None else out[slots]

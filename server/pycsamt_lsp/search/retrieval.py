@@ -168,7 +168,7 @@ class RankAux:
             kind_ids=kind_ids,
             leaf_slots=leaves,
             symbol_slots=symbols,
-            stages=StageAux.of(snap),
+            stages=self.stages.updated(snap),
         )
 
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:

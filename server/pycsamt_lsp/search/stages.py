@@ -62,12 +62,12 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.fields import CODE_KINDS, NameField
 
@@ -167,7 +167,12 @@ class StageAux:
     The name field comes from the table's symbol column (no chunk text is
     read, so a warm start stays as fast as before). What a prose chunk names
     needs its text: :meth:`named_by` reads it on first use and keeps it for
-    the snapshot's lifetime.
+    the snapshot's lifetime (and, for the slots a save leaves alone, for the
+    snapshots after it).
+
+    A save updates it (:meth:`updated`) instead of rebuilding it: the masks,
+    the module tree and the name field change only at the slots the update
+    removed or appended, so the cost follows the saved file, not the corpus.
     """
 
     names: NameField
@@ -176,8 +181,16 @@ class StageAux:
     module_doc: np.ndarray  # bool
     workflow: np.ndarray  # bool: the chunk has a workflow
     module_children: Mapping[int, np.ndarray]  # module_doc slot -> symbol slots
+    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: module name -> its live module_doc slots / its live top-level symbol
+    #: slots (ascending); what an update needs to redo ``module_children``
+    mod_slots: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    kids: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     _names: _Resolver | None = None
     _named: dict[int, np.ndarray] = field(default_factory=dict)
+    #: prose slot -> the names its text mentions (a slot's text never changes,
+    #: so this is shared by the snapshots that keep the slot)
+    _mentions: dict[int, frozenset[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -186,33 +199,112 @@ class StageAux:
         module name and their code children, and the name field.
         """
         t = snap.table
+        alive = _alive(snap)
         n = len(t)
-        # slots an update removed stay in the table: they must name nothing
-        alive = np.zeros(n, bool)
-        alive[: len(snap.bm25.alive)] = snap.bm25.alive[:n]
         kinds = np.array(t.kinds, object) if n else np.zeros(0, object)
-        code = np.isin(kinds, list(CODE_KINDS)) & alive if n else np.zeros(0, bool)
-        prose = np.isin(kinds, list(PROSE_KINDS)) & alive if n else np.zeros(0, bool)
-        module_doc = (kinds == "module_doc") & alive if n else np.zeros(0, bool)
-        mod_slot: dict[str, int] = {}
+        code, prose, module_doc = _kind_masks(kinds, alive)
+        mod_slots: dict[str, list[int]] = {}
         for slot in np.flatnonzero(module_doc).tolist():
             if name := t.symbols[slot]:
-                mod_slot[name] = slot
-        children: dict[int, list[int]] = {}
+                mod_slots.setdefault(name, []).append(slot)
+        kids: dict[str, list[int]] = {}
         for slot in np.flatnonzero(code).tolist():
             sym = t.symbols[slot]
             if sym and t.kinds[slot] == "python_symbol":
-                parent = mod_slot.get(sym.rpartition(".")[0])
-                if parent is not None:
-                    children.setdefault(parent, []).append(slot)
+                kids.setdefault(sym.rpartition(".")[0], []).append(slot)
+        mods = {k: tuple(v) for k, v in mod_slots.items()}
+        children = {k: tuple(v) for k, v in kids.items()}
         return cls(
             names=NameField.build(t.symbols, t.kinds, alive),
             code=code,
             prose=prose,
             module_doc=module_doc,
             workflow=np.array([w is not None for w in t.workflows], bool) & alive,
-            module_children={k: np.array(v, np.int64) for k, v in children.items()},
+            module_children=_children(mods, children, mods),
+            alive=alive,
+            mod_slots=mods,
+            kids=children,
         )
+
+    def updated(self, snap: Snapshot) -> StageAux:
+        """The stage arrays of *snap*, an update of this aux's snapshot.
+
+        An update only appends slots and removes others (``Snapshot.updated``):
+        the result equals :meth:`of` of *snap*, at the cost of the changed
+        slots. The prose-name resolver, when built, is updated too, so the
+        first query after a save does not rebuild it.
+        """
+        t = snap.table
+        n, n_old = len(t), len(self.alive)
+        alive = _alive(snap)
+        drop = np.flatnonzero(self.alive & ~alive[:n_old])
+        new = np.arange(n_old, n)
+        kinds = np.array(t.kinds[n_old:], object)
+        masks = _kind_masks(kinds, alive[n_old:])
+        code, prose, module_doc = (
+            _grown(old, add, drop)
+            for old, add in zip(
+                (self.code, self.prose, self.module_doc), masks, strict=True
+            )
+        )
+        workflow = _grown(
+            self.workflow,
+            np.array([w is not None for w in t.workflows[n_old:]], bool)
+            & alive[n_old:],
+            drop,
+        )
+        # the module tree: only the names of removed or added slots move
+        mods = dict(self.mod_slots)
+        kids = dict(self.kids)
+        touched: set[str] = set()
+        gone = set(drop.tolist())
+
+        def move(group: dict[str, tuple[int, ...]], key: str, add: int = -1) -> None:
+            """``group[key]`` without the removed slots, plus slot *add*."""
+            rest = tuple(x for x in group.get(key, ()) if x not in gone)
+            group[key] = (*rest, add) if add >= 0 else rest
+            touched.add(key)
+
+        for slot in drop.tolist():
+            sym = t.symbols[slot]
+            if sym and self.module_doc[slot]:
+                move(mods, sym)
+            elif sym and self.code[slot] and t.kinds[slot] == "python_symbol":
+                move(kids, sym.rpartition(".")[0])
+        for slot in new.tolist():
+            sym = t.symbols[slot]
+            if sym and module_doc[slot]:
+                move(mods, sym, slot)
+            elif sym and code[slot] and t.kinds[slot] == "python_symbol":
+                move(kids, sym.rpartition(".")[0], slot)
+        for name in touched:
+            for group in (mods, kids):
+                if name in group and not group[name]:
+                    del group[name]
+        children = dict(self.module_children)
+        for name in touched:
+            for slot in self.mod_slots.get(name, ()):
+                children.pop(slot, None)
+        children.update(_children(mods, kids, touched))
+        resolver = self._names
+        out = StageAux(
+            names=self.names.updated(t.symbols, t.kinds, drop.tolist(), n_old),
+            code=code,
+            prose=prose,
+            module_doc=module_doc,
+            workflow=workflow,
+            module_children=children,
+            alive=alive,
+            mod_slots=mods,
+            kids=kids,
+            _names=None
+            if resolver is None
+            else resolver.updated(t, drop, new[masks[0]], self.code),
+            _mentions={
+                k: v for k, v in self._mentions.items() if k < n_old and alive[k]
+            },
+        )
+        return out
 
     def named_by(self, snap: Snapshot, slot: int) -> np.ndarray:
         """The code slots prose chunk *slot* names (read once, then kept).
@@ -227,9 +319,68 @@ class StageAux:
                 with self._lock:
                     if self._names is None:
                         self._names = _Resolver.of(snap, self.code)
-            got = self._names.named_in(snap, slot)
+            names = self._mentions.get(slot)
+            if names is None:
+                names = self._mentions[slot] = _mentions(snap, slot)
+            got = self._names.named_in(names)
             self._named[slot] = got  # one dict store: safe for concurrent readers
         return got
+
+
+def _alive(snap: Snapshot) -> np.ndarray:
+    """The table's live slots (slots an update removed stay in the table and
+    must name nothing)."""
+    n = len(snap.table)
+    alive = np.zeros(n, bool)
+    alive[: len(snap.bm25.alive)] = snap.bm25.alive[:n]
+    return alive
+
+
+def _kind_masks(
+    kinds: np.ndarray, alive: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(code, prose, module_doc)`` masks of the *kinds* (object array)."""
+    if not len(kinds):
+        return np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, bool)
+    return (
+        np.isin(kinds, list(CODE_KINDS)) & alive,
+        np.isin(kinds, list(PROSE_KINDS)) & alive,
+        (kinds == "module_doc") & alive,
+    )
+
+
+def _grown(old: np.ndarray, add: np.ndarray, drop: np.ndarray) -> np.ndarray:
+    """*old* with the *drop* slots cleared and *add* appended (a new array)."""
+    out = np.concatenate((old, add))
+    out[drop] = False
+    return out
+
+
+def _children(
+    mods: Mapping[str, tuple[int, ...]],
+    kids: Mapping[str, tuple[int, ...]],
+    names: Iterable[str],
+) -> dict[int, np.ndarray]:
+    """``module_doc slot -> its symbols' slots`` for the module *names*.
+
+    A module name with several docstring slots (two files of one module)
+    is the last slot's, as a scan in slot order gives it.
+    """
+    out: dict[int, np.ndarray] = {}
+    for name in names:
+        slots, children = mods.get(name), kids.get(name)
+        if slots and children:
+            out[max(slots)] = np.array(children, np.int64)
+    return out
+
+
+def _mentions(snap: Snapshot, slot: int) -> frozenset[str]:
+    """The identifiers and dotted names chunk *slot*'s text mentions."""
+    try:
+        text = snap.table.get(slot).text
+    except (KeyError, OSError, ValueError):
+        return frozenset()
+    return frozenset(name.rstrip(".") for name in _NAME.findall(text))
 
 
 class _Resolver:
@@ -266,6 +417,30 @@ class _Resolver:
                     by_leaf.setdefault(sym.rsplit(".", 1)[-1], []).append(slot)
         return cls(exact, by_leaf, t.symbols)
 
+    def updated(
+        self, t: ChunkTable, drop: np.ndarray, new: np.ndarray, code: np.ndarray
+    ) -> _Resolver:
+        """This resolver without the code slots of *drop* (*code* is the old
+        code mask) and with the code slots *new* of table *t*: equal to
+        :meth:`of` the updated snapshot, lists in slot order as there."""
+        exact = dict(self.exact)
+        by_leaf = dict(self.by_leaf)
+        for slot in drop.tolist():
+            sym = t.symbols[slot]
+            if not (code[slot] and sym):
+                continue
+            _without(exact, sym, slot)
+            if t.kinds[slot] == "python_symbol":
+                _without(by_leaf, sym.rsplit(".", 1)[-1], slot)
+        for slot in new.tolist():
+            sym = t.symbols[slot]
+            if sym:
+                exact[sym] = [*exact.get(sym, ()), slot]
+                if t.kinds[slot] == "python_symbol":
+                    leaf = sym.rsplit(".", 1)[-1]
+                    by_leaf[leaf] = [*by_leaf.get(leaf, ()), slot]
+        return _Resolver(exact, by_leaf, t.symbols)
+
     def resolve(self, name: str) -> tuple[int, ...]:
         got = self.resolved.get(name)
         if got is not None:
@@ -286,15 +461,21 @@ class _Resolver:
         self.resolved[name] = got
         return got
 
-    def named_in(self, snap: Snapshot, slot: int) -> np.ndarray:
-        try:
-            text = snap.table.get(slot).text
-        except (KeyError, OSError, ValueError):
-            return np.zeros(0, np.int64)
+    def named_in(self, names: Iterable[str]) -> np.ndarray:
         named: set[int] = set()
-        for name in set(_NAME.findall(text)):
-            named.update(self.resolve(name.rstrip(".")))
+        for name in names:
+            named.update(self.resolve(name))
         return np.array(sorted(named), np.int64)
+
+
+def _without(group: dict[str, list[int]], key: str, slot: int) -> None:
+    """*group* with *slot* taken out of ``group[key]`` (a new list; an empty
+    one is removed)."""
+    rest = [x for x in group.get(key, ()) if x != slot]
+    if rest:
+        group[key] = rest
+    else:
+        group.pop(key, None)
 
 
 def apply_stages(

@@ -1,0 +1,207 @@
+"""Check that a change to the ranking code leaves every ranking as it was.
+
+A speed-up of ``search/`` (retrieval, stages, fields) must not move a single
+result. This tool ranks every query of every suite the eval runs by default
+(the corpus's bundled suites, ``suites/``, ``suites/tuning``, ``suites/test``,
+``tests/suites``) with the ranking code of a git revision (``--against``,
+default ``HEAD``) and with the working tree's, on the SAME snapshot in the same
+process, so changes other people make meanwhile to chunking, tokenizing or the
+profile cannot blur the comparison. Per query it compares the ids of the
+returned chunks and their scores, for:
+
+* the full engine and each ranking component switched off in turn, plus the
+  seed alone (every stage off), at ``k=10`` with the per-file cap of a query;
+* the full engine at ``k=50`` (the dense fusion pool);
+
+and, with ``--update N``, the same after re-saving ``N`` files with an
+appended function through ``Workspace.refresh``: the incrementally extended
+ranking arrays against ranking arrays built from scratch for the updated
+snapshot (both with the working tree's code).
+
+Nothing is written into the corpus: it is copied to a temporary folder.
+Exit status 1 when any ranking differs. Not a timing tool.
+
+Usage::
+
+    .venv/bin/python benchmarks/rank_identity.py --root CORPUS [--against REV]
+        [--update N] [--index-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.evals.suites import default_suite_paths, load_suites
+from pycsamt_lsp.search import retrieval as new_retrieval
+from pycsamt_lsp.workspace.facade import Workspace
+from pycsamt_lsp.workspace.published import Published
+
+PROJECT = Path(__file__).resolve().parent.parent
+#: the modules whose old version is loaded side by side with the new one
+_MODULES = ("fields", "stages", "retrieval")
+
+
+def old_search(rev: str, into: Path) -> ModuleType:
+    """``retrieval`` as of *rev*, with its ``fields``/``stages`` of *rev* too,
+    loaded under a private package name next to the working tree's modules.
+    """
+    pkg = f"_rank_identity_{abs(hash(rev)) % 10**8}"
+    d = into / pkg
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "__init__.py").write_text("", encoding="utf-8")
+    for name in _MODULES:
+        src = subprocess.run(
+            ["git", "show", f"{rev}:server/pycsamt_lsp/search/{name}.py"],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for other in _MODULES:
+            src = src.replace(f"pycsamt_lsp.search.{other}", f"{pkg}.{other}")
+        (d / f"{name}.py").write_text(src, encoding="utf-8")
+    sys.path.insert(0, str(into))
+    return importlib.import_module(f"{pkg}.retrieval")
+
+
+def queries() -> list[tuple[str, str]]:
+    """``(suite, query)`` of every suite the eval runs by default."""
+    return [
+        (name, rec["query"])
+        for name, recs in load_suites(default_suite_paths(None, PROJECT)).items()
+        for rec in recs
+    ]
+
+
+def corpus_queries(root: Path) -> list[tuple[str, str]]:
+    """The corpus's bundled suites (its own assistant's), when it has them."""
+    d = root / "pycsamt" / "assistant" / "evals" / "suites"
+    if not d.is_dir():
+        return []
+    paths = sorted(d.glob("*.jsonl"))
+    return [
+        (f"corpus/{name}", rec["query"])
+        for name, recs in load_suites(paths).items()
+        for rec in recs
+    ]
+
+
+Ranker = Callable[[str, dict[str, Any]], list[tuple[str, float]]]
+
+
+def ranker(mod: ModuleType, ws: Workspace, aux: Any) -> Ranker:
+    snap = ws.snapshot
+    assert snap is not None
+
+    def rank(q: str, kw: dict[str, Any]) -> list[tuple[str, float]]:
+        hits, _ = mod.search(snap, aux, ws.profile, q, **kw)
+        return [(snap.table.ids[h.slot], h.score) for h in hits]
+
+    return rank
+
+
+def configs(components: tuple[str, ...], stages: tuple[str, ...]) -> list[tuple]:
+    out: list[tuple[str, dict[str, Any]]] = [("full", {"k": 10, "per_file": 2})]
+    out += [(f"-{c}", {"k": 10, "per_file": 2, "disable": (c,)}) for c in components]
+    out.append(("seed", {"k": 10, "per_file": 2, "disable": stages}))
+    out.append(("full k=50", {"k": 50, "per_file": 2}))
+    out.append(("full k=10 no cap", {"k": 10}))
+    return out
+
+
+def compare(
+    a: Ranker, b: Ranker, qs: list[tuple[str, str]], cfgs: list[tuple]
+) -> tuple[int, int, float, list[str]]:
+    """``(rankings, differing id lists, max |score diff|, examples)``."""
+    n = bad = 0
+    worst = 0.0
+    examples: list[str] = []
+    for cname, kw in cfgs:
+        for suite, q in qs:
+            ra, rb = a(q, kw), b(q, kw)
+            n += 1
+            if [x for x, _ in ra] != [x for x, _ in rb]:
+                bad += 1
+                if len(examples) < 10:
+                    examples.append(f"[{cname}] {suite}: {q!r}")
+                continue
+            for (_, sa), (_, sb) in zip(ra, rb, strict=True):
+                worst = max(worst, abs(sa - sb) / max(abs(sa), 1e-12))
+    return n, bad, worst, examples
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, required=True, help="corpus root (copied)")
+    ap.add_argument("--against", default="HEAD", help="git revision of the old code")
+    ap.add_argument("--update", type=int, default=3, help="files re-saved (0: none)")
+    ap.add_argument(
+        "--index-dir", type=Path, help="reuse (or create) a persisted index here"
+    )
+    args = ap.parse_args(argv)
+    profile = load_profile()
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="rank-identity-") as tmpd:
+        tmp = Path(tmpd)
+        copy = tmp / "corpus"
+        shutil.copytree(
+            args.root,
+            copy,
+            ignore=shutil.ignore_patterns(".pycsamt_rag", "__pycache__"),
+        )
+        ws = Workspace(copy, profile, index_dir=args.index_dir or tmp / "index")
+        ws.open(persist=True)
+        qs = corpus_queries(copy) + queries()
+        old = old_search(args.against, tmp / "old")
+        cfgs = configs(new_retrieval.COMPONENTS, new_retrieval.STAGES)
+        snap = ws.snapshot
+        assert snap is not None
+        a = ranker(old, ws, old.RankAux.of(snap))
+        b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
+        n, bad, worst, ex = compare(a, b, qs, cfgs)
+        print(
+            f"{args.against} vs working tree, {len(qs)} queries x {len(cfgs)} "
+            f"configurations: {n} rankings, {bad} differ; "
+            f"max relative score difference {worst:.2e}"
+        )
+        for e in ex:
+            print("  differs:", e)
+        status |= bad > 0
+        if args.update:
+            rels = sorted(r for r in snap.files if r.endswith(".py"))
+            step = max(1, len(rels) // args.update)
+            for i, rel in enumerate(rels[::step][: args.update]):
+                with open(copy / rel, "a", encoding="utf-8") as fh:
+                    fh.write(
+                        f"\n\ndef rank_identity_fresh_{i}(data, rate={i + 2}):\n"
+                        '    """Resample impedance data onto a new grid."""\n'
+                        "    return data\n"
+                    )
+                ws.refresh([copy / rel])
+            pub = ws.require_published()
+            inc = ranker(new_retrieval, ws, pub.aux)
+            full = ranker(new_retrieval, ws, Published.of(pub.snapshot).aux)
+            n, bad, worst, ex = compare(inc, full, qs, cfgs)
+            print(
+                f"after {args.update} saves, incremental vs from-scratch ranking "
+                f"arrays: {n} rankings, {bad} differ; max relative score "
+                f"difference {worst:.2e}"
+            )
+            for e in ex:
+                print("  differs:", e)
+            status |= bad > 0
+    return int(status)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
