@@ -224,6 +224,85 @@ def test_compiled_module_with_stub_and_without(tmp_path):
     assert errors_about(res, "slow") == {"slow": True}
 
 
+def test_stubs_package_alone(tmp_path):
+    """PEP 561 ``pkg-stubs/`` instead of ``pkg/`` (a ``types-*`` install
+    without its runtime): the stubs' ``.pyi`` give exists/absent; a ``.py``
+    in a stub-only package is no module; an incomplete stub's
+    ``__getattr__`` leaves its namespace unknown."""
+    root = tree(
+        tmp_path / "site",
+        {
+            "pkg-stubs/__init__.pyi": "from . import sub as sub\n"
+            "from .core import run as run\n",
+            "pkg-stubs/core.pyi": "def run() -> None: ...\nclass Agent: ...\n",
+            "pkg-stubs/sub/__init__.pyi": "X: int\n",
+            "pkg-stubs/partial.pyi": "from _typeshed import Incomplete\n"
+            "def known() -> int: ...\n"
+            "def __getattr__(name: str) -> Incomplete: ...\n",
+            "pkg-stubs/helper.py": "def helper():\n    pass\n",
+            "pkg-stubs/METADATA.toml": 'version = "1.0"\n',
+        },
+    )
+    code, res = validate(
+        root,
+        "import pkg\nimport pkg.sub\nfrom pkg import run, sub\n"
+        "from pkg.core import Agent\nfrom pkg.sub import X\n"
+        "from pkg.partial import known\n",
+    )
+    assert code == 0 and res["errors"] == [] and res["warnings"] == [], res
+    code, res = validate(
+        root,
+        "from pkg import walk\nfrom pkg.core import Agnet\nimport pkg.nope\n"
+        "import pkg.helper\nfrom pkg.sub import Y\n",
+    )
+    assert code == 1
+    assert errors_about(res, "walk", "Agnet", "pkg.nope", "pkg.helper", "'Y'") == {
+        "walk": True,
+        "Agnet": True,
+        "pkg.nope": True,
+        "pkg.helper": True,
+        "'Y'": True,
+    }, res
+    code, res = validate(root, "from pkg.partial import guessed\n")
+    assert code == 0 and warned_about(res, "guessed"), res
+
+
+def test_stubs_package_beside_the_package(tmp_path):
+    """``pkg-stubs/`` beside ``pkg/`` (both installed): a stub describes the
+    module, but what the module itself binds is real even when the stub
+    omits it; a name neither has is an error; a compiled module's stub that
+    omits a name leaves it unknown (the stub may be incomplete); modules
+    only the runtime has (a partial stub package) exist."""
+    root = tree(
+        tmp_path / "site",
+        {
+            "pkg/__init__.py": "import os\nfrom .core import run, hidden\n",
+            "pkg/core.py": "def run():\n    pass\n\n\ndef hidden():\n    pass\n",
+            "pkg/extra.py": "Z = 1\n",
+            "pkg-stubs/__init__.pyi": "from .core import run as run\n",
+            "pkg-stubs/core.pyi": "def run() -> None: ...\n",
+            "pkg-stubs/fast.pyi": "def speed() -> int: ...\n",
+        },
+    )
+    (root / "pkg/fast.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    code, res = validate(
+        root,
+        "from pkg import run, hidden, os\nfrom pkg.core import hidden\n"
+        "from pkg.extra import Z\nfrom pkg.fast import speed\n",
+    )
+    assert code == 0 and res["errors"] == [], res
+    code, res = validate(
+        root, "from pkg import walk\nfrom pkg.core import hiden\nimport pkg.nope\n"
+    )
+    assert errors_about(res, "walk", "hiden", "pkg.nope") == {
+        "walk": True,
+        "hiden": True,
+        "pkg.nope": True,
+    }, res
+    code, res = validate(root, "from pkg.fast import slow\n")
+    assert code == 0 and warned_about(res, "slow"), res
+
+
 PYX = """\
     # cython: language_level=3
     from libc.math cimport sqrt

@@ -75,21 +75,52 @@ _NEUTRAL_CLASS_DECORATORS = _DATACLASS_DECORATORS | {
 _NEUTRAL_METACLASSES = frozenset({"abc.ABCMeta", "ABCMeta"})
 
 
+#: PEP 561 stub-only distribution folder: ``foo-stubs/`` describes ``foo``.
+STUBS_SUFFIX = "-stubs"
+
+
+def package_dirs(root: Path, package: str) -> list[Path]:
+    """The folders that model ``package`` under ``root``: the package itself
+    (``root/package``, else ``root/src/package``) and its PEP 561 stub-only
+    package (``package-stubs``, beside it or instead of it)."""
+    out: list[Path] = []
+    for name in (package, package + STUBS_SUFFIX):
+        for pre in LAYOUT_PREFIXES:
+            cand = Path(root) / pre / name
+            if cand.is_dir():
+                out.append(cand)
+                break
+    return out
+
+
 def package_dir(root: Path, package: str) -> Path | None:
     """Where ``package`` sits under ``root``: ``root/package`` (flat layout)
-    or ``root/src/package`` (src layout); None when neither is a folder."""
-    for pre in LAYOUT_PREFIXES:
-        cand = Path(root) / pre / package
-        if cand.is_dir():
-            return cand
-    return None
+    or ``root/src/package`` (src layout), else its ``package-stubs`` folder;
+    None when there is none."""
+    dirs = package_dirs(root, package)
+    return dirs[0] if dirs else None
+
+
+def in_stubs_package(rel: str, package: str) -> bool:
+    """True for a path inside ``package-stubs/`` (or ``src/package-stubs/``)."""
+    parts = rel.split("/", 2)
+    stubs = package + STUBS_SUFFIX
+    return parts[0] == stubs or (len(parts) > 1 and parts[:2] == ["src", stubs])
 
 
 def _package_parts(rel: str, package: str) -> list[str] | None:
-    """Path segments from the package folder on (``src/`` layout stripped)."""
+    """Path segments from the package folder on (``src/`` layout stripped,
+    ``package-stubs`` read as ``package``)."""
     parts = rel.split("/")
-    if len(parts) >= 2 and parts[0] == "src" and parts[1] == package != "src":
+    if (
+        len(parts) >= 2
+        and parts[0] == "src"
+        and parts[1] in (package, package + STUBS_SUFFIX)
+        and package != "src"
+    ):
         parts = parts[1:]
+    if parts and parts[0] == package + STUBS_SUFFIX:
+        parts = [package, *parts[1:]]
     if not parts or parts[0] != package:
         return None
     return parts
@@ -104,13 +135,16 @@ def module_name_for(rel: str, package: str) -> tuple[str, bool, str] | None:
     build adds to its folder's package (``meson.build`` declaring extension
     modules; C headers / ``.pxd`` of a headers-only package), named after
     that package. ``rel`` may start with ``package/`` or, in a src layout,
-    ``src/package/``. Files outside the package and names that are not
-    identifiers (not importable) give None.
+    ``src/package/``; in ``package-stubs/`` only ``.pyi`` count. Files
+    outside the package and names that are not identifiers (not importable)
+    give None.
     """
     parts = _package_parts(rel, package)
     if parts is None or len(parts) < 2:
         return None
     fname = parts[-1]
+    if not fname.endswith(".pyi") and in_stubs_package(rel, package):
+        return None  # a stub-only package holds nothing Python would load
     dirs = parts[:-1]
     if fname == "meson.build" or fname.endswith((".h", ".pxd")):
         if not all(p.isidentifier() for p in dirs):

@@ -64,9 +64,10 @@ from pycsamt_lsp.model.facts import (
     _Step,
     identifier_tokens,
     module_name_for,
-    package_dir,
+    package_dirs,
 )
 from pycsamt_lsp.model.facts import UNKNOWN as UNKNOWN
+from pycsamt_lsp.model.facts import package_dir as package_dir
 from pycsamt_lsp.model.members import _MembersBase
 from pycsamt_lsp.model.suggest import _SuggestIndex
 
@@ -130,10 +131,11 @@ class PackageModel(_MembersBase):
         extracted ModuleInfo objects do)."""
         t0 = time.perf_counter()
         model = cls(package, root)
-        top = package_dir(Path(root), package)
-        if top is not None:
+        tops = package_dirs(Path(root), package)  # the package, its -stubs
+        if tops:
             todo: list[str] = []
-            for dirpath, dirnames, filenames in os.walk(top):
+            walks = (w for top in tops for w in os.walk(top))
+            for dirpath, dirnames, filenames in walks:
                 dirnames[:] = sorted(
                     d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")
                 )

@@ -28,6 +28,7 @@ from pycsamt_lsp.model.facts import (
     _package_parts,
     _Ref,
     _Step,
+    in_stubs_package,
 )
 
 #: Bases that contribute no public attributes a generated script could use.
@@ -342,6 +343,37 @@ class _ResolverBase:
         if (mod, name) in seen or len(seen) > 64:
             return _Fail(UNKNOWN, "cycle", f"re-export cycle through '{mod}.{name}'")
         seen = seen | {(mod, name)}
+        step = self._info_attr(info, mod, name, seen)
+        if isinstance(step, _Fail) and step.status == ABSENT:
+            runtime = self._runtime_beside_stub(info)
+            if runtime is not None:
+                # A ``pkg-stubs`` stub is a third party's description of the
+                # module: what the module itself binds is real all the same.
+                return self._info_attr(runtime, mod, name, seen)
+        return step
+
+    def _runtime_beside_stub(self, info: ModuleInfo) -> ModuleInfo | None:
+        """The module Python loads when *info* comes from ``pkg-stubs/``
+        (best by the ``modules`` ranking among the package's own files)."""
+        if not in_stubs_package(info.rel, self.package):
+            return None
+        best: tuple[tuple[int, int], ModuleInfo] | None = None
+        for other in self._files.values():
+            if (
+                other.name != info.name
+                or other.kind == "build"
+                or in_stubs_package(other.rel, self.package)
+            ):
+                continue
+            key = (2 if other.is_package else 1, _KIND_RANK.get(other.kind, 0))
+            if best is None or key > best[0]:
+                best = (key, other)
+        return None if best is None else best[1]
+
+    def _info_attr(
+        self, info: ModuleInfo, mod: str, name: str, seen: frozenset[Any]
+    ) -> _Step:
+        """``mod.name`` in the namespace of *info* (a file of module ``mod``)."""
         if info.kind == "compiled":
             if f"{mod}.{name}" in self.modules:
                 return self._module_ref(f"{mod}.{name}")

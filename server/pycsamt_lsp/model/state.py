@@ -28,7 +28,7 @@ from pycsamt_lsp.model.package import (
     PackageModel,
     module_info_from_bytes,
     module_name_for,
-    package_dir,
+    package_dirs,
 )
 from pycsamt_lsp.storage.atomic import atomic_write
 
@@ -46,10 +46,8 @@ def module_files(root: Path, package: str) -> dict[str, Path]:
     """Every module file of the package under ``root`` (flat or src layout):
     ``rel -> path``."""
     out: dict[str, Path] = {}
-    top = package_dir(root, package)
-    if top is None:
-        return out
-    for dirpath, dirnames, filenames in os.walk(top):
+    walks = (w for top in package_dirs(root, package) for w in os.walk(top))
+    for dirpath, dirnames, filenames in walks:
         dirnames[:] = sorted(
             d for d in dirnames if d not in _SKIP and not d.startswith(".")
         )
