@@ -224,11 +224,32 @@ def test_compiled_module_with_stub_and_without(tmp_path):
     assert errors_about(res, "slow") == {"slow": True}
 
 
+def test_module_level_locals_write_opens_the_namespace(tmp_path):
+    """``locals()[name] = ...`` at module level writes the module's globals
+    (requests/packages.py binds urllib3 and idna so in a loop): names are
+    unknown there, while ``locals()`` inside a function changes nothing."""
+    root = tree(
+        tmp_path / "site",
+        {
+            "pkg/__init__.py": "",
+            "pkg/packages.py": "for name in ('alpha', 'beta'):\n"
+            "    locals()[name] = __import__(name)\n",
+            "pkg/plain.py": "def f(k):\n    locals()[k] = 1\n",
+        },
+    )
+    code, res = validate(root, "from pkg.packages import alpha\n")
+    assert code == 0 and warned_about(res, "alpha"), res
+    _, res = validate(root, "from pkg.plain import alpha\n")
+    assert errors_about(res, "alpha") == {"alpha": True}, res
+
+
 def test_stubs_package_alone(tmp_path):
     """PEP 561 ``pkg-stubs/`` instead of ``pkg/`` (a ``types-*`` install
-    without its runtime): the stubs' ``.pyi`` give exists/absent; a ``.py``
-    in a stub-only package is no module; an incomplete stub's
-    ``__getattr__`` leaves its namespace unknown."""
+    without its runtime): what the stubs' ``.pyi`` declare exists (no error,
+    no warning); what they omit is unknown, never an error, because such
+    stubs leave out what is not public API (on types-requests alone,
+    treating them as closed made 143 of 445 real imports errors, see
+    tests/realpkgs); a ``.py`` in a stub-only package is no module."""
     root = tree(
         tmp_path / "site",
         {
@@ -250,21 +271,16 @@ def test_stubs_package_alone(tmp_path):
         "from pkg.partial import known\n",
     )
     assert code == 0 and res["errors"] == [] and res["warnings"] == [], res
+    assert "pkg.core.Agent" in res["checked"], res
+    made_up = ("walk", "Agnet", "pkg.nope", "pkg.helper", "'Y'", "guessed")
     code, res = validate(
         root,
         "from pkg import walk\nfrom pkg.core import Agnet\nimport pkg.nope\n"
-        "import pkg.helper\nfrom pkg.sub import Y\n",
+        "import pkg.helper\nfrom pkg.sub import Y\nfrom pkg.partial import guessed\n",
     )
-    assert code == 1
-    assert errors_about(res, "walk", "Agnet", "pkg.nope", "pkg.helper", "'Y'") == {
-        "walk": True,
-        "Agnet": True,
-        "pkg.nope": True,
-        "pkg.helper": True,
-        "'Y'": True,
-    }, res
-    code, res = validate(root, "from pkg.partial import guessed\n")
-    assert code == 0 and warned_about(res, "guessed"), res
+    assert code == 0 and res["errors"] == [], res
+    for name in made_up:
+        assert warned_about(res, name.strip("'")), (name, res)
 
 
 def test_stubs_package_beside_the_package(tmp_path):

@@ -69,6 +69,12 @@ class PkgSpec:
     #: labelled "broken" by the import run and left out; nothing is listed
     #: by hand here.
     extra_install: tuple[str, ...] = ()
+    #: A PEP 561 stub-only distribution (``types-foo==V``, installs
+    #: ``foo-stubs/``): measured alone ("stubs") and installed beside the
+    #: package ("installed+stubs"), never used for the labels.
+    stubs: str = ""
+    #: The roots measured (see :func:`roots`).
+    variants: tuple[str, ...] = ("sdist", "src", "installed")
 
     @property
     def fixture(self) -> Path:
@@ -93,6 +99,17 @@ PACKAGES: dict[str, PkgSpec] = {
             "compiled: lxml.etree and lxml.objectify are Cython (.pyx + .pxi "
             "includes in the src/ layout sdist, .so in the wheel)"
         ),
+    ),
+    "requests": PkgSpec(
+        package="requests",
+        distribution="requests",
+        version="2.33.1",
+        shape=(
+            "PEP 561 stub-only package: types-requests installs requests-stubs/ "
+            "(.pyi only), alone and beside the pure-Python wheel"
+        ),
+        stubs="types-requests==2.33.0.20261030",
+        variants=("stubs", "installed+stubs"),
     ),
 }
 
@@ -164,12 +181,20 @@ def sdist_root(spec: PkgSpec) -> Path:
     return target / tops[0]
 
 
-def installed_root(spec: PkgSpec) -> Path:
+def installed_root(
+    spec: PkgSpec, *, with_package: bool = True, stubs: str = ""
+) -> Path:
     """The wheel installed with ``pip --no-deps --target`` (a site-packages copy).
 
     No runtime dependency is installed: the validator never imports the
-    package, so the copy only has to hold its files."""
-    target = cache_dir() / f"{spec.package}-{spec.version}-site"
+    package, so the copy only has to hold its files. ``stubs``: a stub-only
+    distribution installed there too (or alone, ``with_package=False``)."""
+    name = f"{spec.package}-{spec.version}-site"
+    if stubs:
+        name = f"{spec.package}-{spec.version}{'+' if with_package else '-'}stubs-site"
+    target = cache_dir() / name
+    reqs = [f"{spec.distribution}=={spec.version}"] if with_package else []
+    reqs += [stubs] if stubs else []
     mark = target / ".complete"
     if mark.is_file():
         return target
@@ -188,19 +213,30 @@ def installed_root(spec: PkgSpec) -> Path:
             ":all:",
             "--target",
             str(target),
-            f"{spec.distribution}=={spec.version}",
+            *reqs,
         ]
     )
     if proc.returncode != 0:
         raise RuntimeError(f"pip could not install the wheel: {proc.stderr[-400:]}")
-    mark.write_text(spec.version + "\n", encoding="utf-8")
+    mark.write_text(" ".join(reqs) + "\n", encoding="utf-8")
     return target
 
 
 def roots(spec: PkgSpec) -> dict[str, Path]:
-    """Root variants the validator is measured on, by label."""
-    sd = sdist_root(spec)
-    return {"sdist": sd, "src": sd / "src", "installed": installed_root(spec)}
+    """Root variants the validator is measured on, by label: the unpacked
+    sdist, its ``src/`` folder, the installed wheel; for a stubs spec the
+    stub-only package alone and beside the installed wheel."""
+    out: dict[str, Path] = {}
+    if {"sdist", "src"} & set(spec.variants):
+        sd = sdist_root(spec)
+        out.update(sdist=sd, src=sd / "src")
+    if "installed" in spec.variants:
+        out["installed"] = installed_root(spec)
+    if "stubs" in spec.variants:
+        out["stubs"] = installed_root(spec, with_package=False, stubs=spec.stubs)
+    if "installed+stubs" in spec.variants:
+        out["installed+stubs"] = installed_root(spec, stubs=spec.stubs)
+    return {k: v for k, v in out.items() if k in spec.variants}
 
 
 def venv_python(spec: PkgSpec) -> Path:

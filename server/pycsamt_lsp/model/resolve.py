@@ -53,6 +53,16 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 _KIND_RANK = MappingProxyType({"stub": 4, "cython": 3, "source": 2, "compiled": 1})
 
 
+def _stub_only(mod: str, name: str) -> _Fail:
+    """Unknown: *mod* is only described by a ``pkg-stubs`` package here."""
+    return _Fail(
+        UNKNOWN,
+        "stub-only",
+        f"'{mod}' is only described by a stub-only package (no module file); "
+        f"'{name}' cannot be verified",
+    )
+
+
 class _ResolverBase:
     """The resolution half of :class:`~pycsamt_lsp.model.package.PackageModel`
     (a base class, so its methods moved here unchanged; the state is set by
@@ -190,6 +200,21 @@ class _ResolverBase:
                 )
             parent = ".".join(parts[:i])
             pinfo = mods.get(parent)
+            if (
+                pinfo is not None
+                and in_stubs_package(pinfo.rel, self.package)
+                and self._runtime_beside_stub(pinfo) is None
+            ):
+                step = _stub_only(parent, parts[i])
+                return Resolution(
+                    dotted,
+                    UNKNOWN,
+                    kind="module",
+                    reason=step.reason,
+                    message=step.message,
+                    failed_at=i,
+                    parent=parent,
+                )
             if pinfo is not None and pinfo.kind == "compiled":
                 return Resolution(
                     dotted,
@@ -344,12 +369,20 @@ class _ResolverBase:
             return _Fail(UNKNOWN, "cycle", f"re-export cycle through '{mod}.{name}'")
         seen = seen | {(mod, name)}
         step = self._info_attr(info, mod, name, seen)
-        if isinstance(step, _Fail) and step.status == ABSENT:
+        if (
+            isinstance(step, _Fail)
+            and step.status == ABSENT
+            and in_stubs_package(info.rel, self.package)
+        ):
+            # A ``pkg-stubs`` stub is a third party's description of the
+            # module, and such stubs leave out what is not public API (the
+            # modules it imports, version strings...): what the module's own
+            # files bind is real all the same, and without them the stub
+            # cannot prove a name absent.
             runtime = self._runtime_beside_stub(info)
             if runtime is not None:
-                # A ``pkg-stubs`` stub is a third party's description of the
-                # module: what the module itself binds is real all the same.
                 return self._info_attr(runtime, mod, name, seen)
+            return _stub_only(mod, name)
         return step
 
     def _runtime_beside_stub(self, info: ModuleInfo) -> ModuleInfo | None:
