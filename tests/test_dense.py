@@ -25,6 +25,7 @@ from pycsamt_lsp.search.dense import (
     build_embeddings,
     dense_query,
     dense_ranking,
+    embed_text,
     fused_order,
     load_store,
     manifest_extra,
@@ -193,20 +194,85 @@ def test_embeddings_npz_beside_the_manifest(ws):
     assert again.open()["action"] == "load"
 
 
-def test_embeddings_reused_for_unchanged_files(ws):
-    build_embeddings(ws, HashingBackend())
+class _Counting:
+    """The hashing backend, recording every text it is asked to embed."""
+
+    name = "hashing-v1-512"
+
+    def __init__(self) -> None:
+        self.inner = HashingBackend()
+        self.seen: list[str] = []
+
+    def embed(self, texts):
+        self.seen.extend(texts)
+        return self.inner.embed(texts)
+
+
+def _embedded_texts(ws) -> dict[str, str]:
+    snap = ws.snapshot
+    return {
+        snap.table.ids[s]: embed_text(snap.table.get(s)) for s in snap.alive_slots()
+    }
+
+
+def test_refresh_re_embeds_only_the_changed_chunks(ws):
+    first = build_embeddings(ws, HashingBackend())
+    assert first["embedded"] == ws.snapshot.n_chunks and first["reused"] == 0
     second = build_embeddings(ws, HashingBackend())
     assert second["embedded"] == 0 and second["reused"] == ws.snapshot.n_chunks
+    before = set(_embedded_texts(ws).values())
     shift = ws.root / "pkg/core/shift.py"
+    n_file_before = len(ws.snapshot.files["pkg/core/shift.py"][1])
     shift.write_text(
         shift.read_text() + "\n\ndef extra_helper():\n    '''Extra.'''\n",
         encoding="utf-8",
     )
     ws.refresh([shift])
-    n_changed = len(ws.snapshot.files["pkg/core/shift.py"][1])
-    third = build_embeddings(ws, HashingBackend())
-    assert third["embedded"] == n_changed
-    assert third["reused"] == ws.snapshot.n_chunks - n_changed
+    after = _embedded_texts(ws)
+    changed = sorted(t for t in after.values() if t not in before)
+    # the edit adds one chunk; the file's other chunks keep their text
+    assert len(ws.snapshot.files["pkg/core/shift.py"][1]) == n_file_before + 1
+    assert len(changed) == 1 and "extra_helper" in changed[0]
+    counting = _Counting()
+    third = build_embeddings(ws, counting)
+    assert counting.seen == changed  # only the changed text reached the model
+    assert third["embedded"] == 1
+    assert third["reused"] == ws.snapshot.n_chunks - 1
+    # every row is fresh again: the new function is found by its vector
+    store = load_store(ws.index_dir)
+    assert len(store.ids) == ws.snapshot.n_chunks
+    qv = HashingBackend().embed(["extra helper"])
+    top = dense_ranking(ws, store, qv, 3)
+    assert top and ws.chunk(top[0][0]).symbol.endswith("extra_helper")
+
+
+def test_vectors_of_another_recipe_are_not_reused(ws):
+    build_embeddings(ws, HashingBackend(), recipe="full")
+    assert load_store(ws.index_dir).recipe == "full"
+    again = build_embeddings(ws, HashingBackend(), recipe="head")
+    assert again["reused"] == 0 and again["embedded"] == ws.snapshot.n_chunks
+    assert load_store(ws.index_dir).recipe == "head"
+
+
+def test_identical_texts_are_embedded_once(ws):
+    n_distinct = len(set(_embedded_texts(ws).values()))
+    counting = _Counting()
+    report = build_embeddings(ws, counting)
+    assert report["embedded"] == n_distinct == len(counting.seen)
+    assert report["embedded_chunks"] == ws.snapshot.n_chunks
+
+
+def test_build_reports_progress_and_cost(ws):
+    seen: list[tuple[int, str]] = []
+    report = build_embeddings(
+        ws, HashingBackend(), group=2, progress=lambda p, m: seen.append((p, m))
+    )
+    assert len(seen) == math.ceil(report["embedded"] / 2)
+    assert [p for p, _ in seen] == sorted(p for p, _ in seen) and seen[-1][0] == 100
+    assert f"embedded {report['embedded']}/{report['embedded']} texts" in seen[-1][1]
+    assert report["file_bytes"] == (ws.index_dir / VECTOR_FILENAME).stat().st_size
+    assert report["vectors_bytes"] == ws.snapshot.n_chunks * 512 * 4
+    assert report["embed_seconds"] >= 0 and report["texts_per_s"] > 0
 
 
 def test_corrupt_npz_means_no_vectors(ws, caplog):

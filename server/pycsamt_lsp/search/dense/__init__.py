@@ -39,9 +39,11 @@ from pycsamt_lsp.search.dense.minilm import minilm_available, minilm_model_dir
 from pycsamt_lsp.search.dense.service import DenseService
 from pycsamt_lsp.search.dense.store import (
     MAX_EMBED_CHARS,
+    TEXT_RECIPE,
     VECTOR_FILENAME,
     EmbeddingStore,
     build_embeddings,
+    embed_text,
     load_store,
     manifest_extra,
     save_store,
@@ -54,6 +56,7 @@ __all__ = [
     "MAX_EMBED_CHARS",
     "MINILM_NAME",
     "RRF_K",
+    "TEXT_RECIPE",
     "VECTOR_FILENAME",
     "Backends",
     "DenseService",
@@ -67,6 +70,7 @@ __all__ = [
     "build_embeddings",
     "dense_query",
     "dense_ranking",
+    "embed_text",
     "fused_order",
     "l2_normalize",
     "load_store",

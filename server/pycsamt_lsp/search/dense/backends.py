@@ -39,6 +39,7 @@ from pycsamt_lsp.text.secrets import scrub
 __all__ = [
     "DEFAULT_OPENAI_EMBED_MODEL",
     "HASH_NAME",
+    "MINILM_MAX_LEN",
     "MINILM_NAME",
     "Backends",
     "EmbeddingBackend",
@@ -53,6 +54,8 @@ __all__ = [
 
 DEFAULT_OPENAI_EMBED_MODEL = "text-embedding-3-small"
 MINILM_NAME = "minilm:all-MiniLM-L6-v2"
+#: Word pieces MiniLM reads per text by default (see :class:`MiniLMBackend`).
+MINILM_MAX_LEN = 128
 HASH_DIM = 512
 HASH_NAME = f"hashing-v1-{HASH_DIM}"
 
@@ -119,11 +122,15 @@ class MiniLMBackend:
     The package ships the weights; they are read here with numpy (a BERT
     forward pass with mean pooling), so no torch, no sentence-transformers
     and no network are needed. ``HF_HUB_OFFLINE=1`` is set all the same.
+
+    *max_len*: word pieces read per text (:data:`MINILM_MAX_LEN` by default;
+    the model was trained at 256). The cap is part of the stored recipe
+    (``head/128``), so vectors made with another cap are not reused.
     """
 
     name = MINILM_NAME
 
-    def __init__(self) -> None:
+    def __init__(self, max_len: int | None = None) -> None:
         model_dir = minilm.minilm_model_dir()
         if model_dir is None:
             raise EmbeddingError(
@@ -133,10 +140,11 @@ class MiniLMBackend:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
-            self._bert = minilm.NumpyBert(model_dir)
+            self._bert = minilm.NumpyBert(model_dir, max_len or MINILM_MAX_LEN)
         except Exception as exc:  # noqa: BLE001 - any load failure is "unavailable"
             raise EmbeddingError(f"could not load the MiniLM model: {exc}") from None
-        self.dim = self._bert.w["embeddings.word_embeddings.weight"].shape[1]
+        self.dim = self._bert.dim
+        self.max_len = self._bert.max_len
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """The local MiniLM's sentence vectors, L2-normalised."""

@@ -1,13 +1,20 @@
 """The persisted vectors: ``embeddings.npz`` beside the index, and building it.
 
 One row per live chunk id, with the content hash of the chunk's file when
-it was embedded: a row whose file changed since is stale and not used, and
-a rebuild re-embeds only new or changed chunks. Reading here is uncached;
-a workspace keeps the loaded store in its :class:`~.service.DenseService`.
+it was embedded (a row whose file changed since is stale and not used at
+query time) and the hash of the text that was embedded. A rebuild reuses
+every row whose embedded text is unchanged, whatever its chunk id or file,
+so after an edit only the chunks whose text changed are sent to the model.
+Reading here is uncached; a workspace keeps the loaded store in its
+:class:`~.service.DenseService`.
+
+What is embedded (:func:`embed_text`, recipe :data:`TEXT_RECIPE`) was
+chosen on the tuning split only (``benchmarks/bench_quality.py --dense``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -25,28 +32,96 @@ from pycsamt_lsp.search.dense.backends import (
     l2_normalize,
 )
 from pycsamt_lsp.storage.atomic import atomic_write, atomic_write_text
+from pycsamt_lsp.text.identifiers import identifier_parts
 
 if TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = [
+    "EMBED_GROUP",
     "MAX_EMBED_CHARS",
+    "TEXT_RECIPE",
+    "TEXT_RECIPES",
     "VECTOR_FILENAME",
     "EmbeddingStore",
     "build_embeddings",
     "describe_store",
+    "embed_text",
     "load_store",
     "manifest_extra",
+    "recipe_of",
     "save_store",
     "store_signature",
+    "text_sha",
 ]
 
 log = logging.getLogger(__name__)
 
 VECTOR_FILENAME = "embeddings.npz"
-#: Characters of a chunk that are embedded (the head carries symbol,
-#: signature and docstring; MiniLM reads 256 word pieces anyway).
+#: Characters of a chunk that are embedded with the ``full`` recipe (the
+#: head carries symbol, signature and docstring; MiniLM reads at most 256
+#: word pieces anyway).
 MAX_EMBED_CHARS = 2000
+#: Characters kept of the ``head`` recipe's docstring / prose part.
+HEAD_CHARS = 600
+#: The recipes :func:`embed_text` knows; vectors made with another recipe
+#: (or another model) are never reused.
+TEXT_RECIPES = ("full", "head")
+#: The default recipe (chosen on the tuning split, see the module docstring).
+TEXT_RECIPE = "head"
+#: Texts sent to a backend per call: the progress step of a build.
+EMBED_GROUP = 128
+
+
+def _first_paragraph(text: str, limit: int) -> str:
+    para = text.strip().split("\n\n", 1)[0]
+    return " ".join(para.split())[:limit]
+
+
+def _words_of(symbol: str) -> str:
+    leaf = symbol.rsplit(".", 1)[-1]
+    return " ".join(identifier_parts(leaf)).lower()
+
+
+def embed_text(chunk: Any, recipe: str = TEXT_RECIPE) -> str:
+    """The text of *chunk* that is embedded.
+
+    ``full``: the chunk text's first :data:`MAX_EMBED_CHARS` characters.
+    ``head``: what a question is about, without the code body: for a
+    symbol or method its leaf name as words (``rotate to strike``), the
+    dotted name, the signature and the docstring's first paragraph (the
+    code's first lines when there is no docstring); for a module its name
+    and docstring's first paragraph; for prose (recipes, doc sections) the
+    heading and the first :data:`HEAD_CHARS` characters. Short texts are
+    also what makes MiniLM fast: cost grows faster than length.
+    """
+    text = chunk.text or ""
+    if recipe == "full":
+        return text[:MAX_EMBED_CHARS]
+    if recipe != "head":
+        raise EmbeddingError(f"unknown embedding text recipe {recipe!r}")
+    meta = chunk.metadata or {}
+    symbol = chunk.symbol or ""
+    if chunk.kind in ("python_symbol", "python_method") and symbol:
+        doc = _first_paragraph(str(meta.get("docstring") or ""), HEAD_CHARS)
+        if not doc:
+            code = text.split("\nCode:\n", 1)[-1]
+            doc = " ".join(code.split())[:HEAD_CHARS]
+        sig = str(meta.get("signature") or "")
+        return f"{_words_of(symbol)}: {symbol}\n{sig}\n{doc}"
+    if chunk.kind == "module_doc" and symbol:
+        doc = _first_paragraph(str(meta.get("docstring") or ""), HEAD_CHARS)
+        return f"{_words_of(symbol)} module: {symbol}\n{doc}"
+    body = text.split("\n", 1)[1] if text.startswith("Document:") else text
+    heading = str(meta.get("heading") or "")
+    if heading and body.lstrip().startswith(heading):
+        heading = ""
+    return f"{heading}\n{' '.join(body.split())[:HEAD_CHARS]}".strip()
+
+
+def text_sha(text: str) -> str:
+    """The key of an embedded text: equal texts share one vector."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +130,10 @@ class EmbeddingStore:
 
     ``file_sha`` is the content hash of the chunk's file when it was
     embedded; a row whose file changed since is stale and not used.
+    ``text_sha`` is the hash of the embedded text and ``recipe`` how that
+    text was made (:func:`embed_text`) and cut (``head/128``): a rebuild
+    reuses a row whose text hash matches, under the same model and recipe.
+    Stores written before these existed have them empty (nothing reused).
     """
 
     model: str
@@ -64,6 +143,8 @@ class EmbeddingStore:
     vectors: np.ndarray  # float32 (n, dim), unit rows
     fingerprint: str
     created: str
+    text_sha: list[str] | None = None
+    recipe: str = ""
 
     @property
     def dim(self) -> int:
@@ -71,10 +152,14 @@ class EmbeddingStore:
         return int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
 
     def row_of(self) -> dict[str, int]:
-        """Chunk id -> row, to carry vectors of unchanged chunks over to a new
-        store instead of embedding them again.
-        """
+        """Chunk id -> row."""
         return {cid: i for i, cid in enumerate(self.ids)}
+
+    def row_of_text(self) -> dict[str, int]:
+        """Embedded-text hash -> row, to carry vectors of unchanged texts over
+        to a new store instead of embedding them again.
+        """
+        return {h: i for i, h in enumerate(self.text_sha or []) if h}
 
 
 def save_store(index_dir: Path, store: EmbeddingStore) -> Path:
@@ -91,6 +176,8 @@ def save_store(index_dir: Path, store: EmbeddingStore) -> Path:
             ids=np.array(store.ids, dtype=str),
             paths=np.array(store.paths, dtype=str),
             file_sha=np.array(store.file_sha, dtype=str),
+            text_sha=np.array(store.text_sha or [""] * len(store.ids), dtype=str),
+            recipe=np.array(store.recipe),
             vectors=np.asarray(store.vectors, np.float32),
         ),
     )
@@ -123,12 +210,19 @@ def load_store(index_dir: Path) -> EmbeddingStore | None:
                 vectors=np.asarray(z["vectors"], np.float32),
                 fingerprint=str(z["fingerprint"]),
                 created=str(z["created"]),
+                text_sha=[str(x) for x in z["text_sha"].tolist()]
+                if "text_sha" in z.files
+                else None,
+                recipe=str(z["recipe"]) if "recipe" in z.files else "",
             )
     except Exception as exc:  # noqa: BLE001 - a corrupt file means "no vectors"
         log.warning("ignoring unreadable %s: %s", path, exc)
         return None
     if store.vectors.ndim != 2 or store.vectors.shape[0] != len(store.ids):
         log.warning("ignoring %s: vectors and ids disagree", path)
+        return None
+    if store.text_sha is not None and len(store.text_sha) != len(store.ids):
+        log.warning("ignoring %s: text hashes and ids disagree", path)
         return None
     return store
 
@@ -142,7 +236,12 @@ def describe_store(store: EmbeddingStore | None) -> dict[str, Any]:
     """``{"embedded", "embed_model", "embed_dim"}`` of *store* for the manifest."""
     if store is None:
         return {"embedded": False, "embed_model": None}
-    return {"embedded": True, "embed_model": store.model, "embed_dim": store.dim}
+    return {
+        "embedded": True,
+        "embed_model": store.model,
+        "embed_dim": store.dim,
+        "embed_recipe": store.recipe or None,
+    }
 
 
 def _patch_manifest(index_dir: Path, extra: dict[str, Any]) -> None:
@@ -160,51 +259,72 @@ def _patch_manifest(index_dir: Path, extra: dict[str, Any]) -> None:
         log.warning("could not record the embeddings in the manifest: %s", exc)
 
 
+def recipe_of(backend: EmbeddingBackend, recipe: str = TEXT_RECIPE) -> str:
+    """``<text recipe>/<token cap>`` (``head/128``): what a vector depends on
+    beyond the model's name."""
+    cap = getattr(backend, "max_len", None)
+    return f"{recipe}/{cap}" if cap else recipe
+
+
 def build_embeddings(
     ws: Workspace,
     backend: EmbeddingBackend,
     *,
-    batch_size: int = 64,
+    recipe: str = TEXT_RECIPE,
+    group: int = EMBED_GROUP,
     progress: Callable[[int, str], None] | None = None,
 ) -> dict[str, Any]:
     """Embed every live chunk of ``ws.snapshot`` and write ``embeddings.npz``.
 
-    Vectors of chunks whose file is unchanged since the last run with the
-    same model are reused; only new or changed chunks are sent to the
-    backend. Raises :class:`EmbeddingError` when the backend fails.
+    Only texts not embedded before (same model, same recipe, same text
+    hash) are sent to the backend, each distinct text once; the rest is
+    copied from the previous store. Texts go to the backend sorted by
+    length in groups of *group* (the model pads a batch to its longest
+    text, so similar lengths waste little), and *progress* gets
+    ``(percent, message)`` after each group. The report has the counts
+    (``embedded`` = texts sent, ``reused``), the time and the throughput.
+    Raises :class:`EmbeddingError` when the backend fails.
     """
     snap = ws.snapshot
     if snap is None:
         raise EmbeddingError("the index is not built yet")
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    full_recipe = recipe_of(backend, recipe)
     prev = ws.dense.load_store()
-    if prev is not None and prev.model != backend.name:
+    if prev is not None and (prev.model != backend.name or prev.recipe != full_recipe):
         prev = None
-    prev_rows = prev.row_of() if prev is not None else {}
+    prev_rows = prev.row_of_text() if prev is not None else {}
     table = snap.table
     ids: list[str] = []
     paths: list[str] = []
     shas: list[str] = []
+    tshas: list[str] = []
     reuse: dict[int, int] = {}
-    todo: list[tuple[int, int]] = []  # (position, slot)
+    todo: dict[str, tuple[str, list[int]]] = {}  # text sha -> (text, positions)
     for slot in snap.alive_slots():
         cid, rel = table.ids[slot], table.paths[slot]
-        sha = snap.files[rel][0] if rel in snap.files else ""
+        text = embed_text(table.get(slot), recipe)
+        key = text_sha(text)
         pos = len(ids)
         ids.append(cid)
         paths.append(rel)
-        shas.append(sha)
-        row = prev_rows.get(cid)
-        if row is not None and prev is not None and prev.file_sha[row] == sha:
+        shas.append(snap.files[rel][0] if rel in snap.files else "")
+        tshas.append(key)
+        row = prev_rows.get(key)
+        if row is not None:
             reuse[pos] = row
+        elif key in todo:
+            todo[key][1].append(pos)
         else:
-            todo.append((pos, slot))
+            todo[key] = (text, [pos])
     dim = prev.dim if prev is not None else 0
-    new_vecs: dict[int, np.ndarray] = {}
-    for b in range(0, len(todo), batch_size):
-        part = todo[b : b + batch_size]
-        texts = [(table.get(slot).text or "")[:MAX_EMBED_CHARS] for _, slot in part]
-        vecs = l2_normalize(backend.embed(texts))
+    items = sorted(todo.values(), key=lambda tp: len(tp[0]))
+    pending: list[tuple[list[int], np.ndarray]] = []
+    done = 0
+    for b in range(0, len(items), max(int(group), 1)):
+        part = items[b : b + max(int(group), 1)]
+        vecs = l2_normalize(backend.embed([t for t, _ in part]))
         if vecs.shape[0] != len(part):
             raise EmbeddingError("the backend returned a wrong number of vectors")
         if dim and vecs.shape[1] != dim:
@@ -212,18 +332,26 @@ def build_embeddings(
                 f"the backend changed dimension ({vecs.shape[1]} != {dim})"
             )
         dim = vecs.shape[1]
-        for (pos, _), v in zip(part, vecs, strict=True):
-            new_vecs[pos] = v
+        for (_, where), v in zip(part, vecs, strict=True):
+            pending.append((where, v))
+        done += len(part)
         if progress:
-            done = min(b + batch_size, len(todo))
+            el = time.perf_counter() - t0
+            rate = done / el if el > 0 else 0.0
+            eta = (len(items) - done) / rate if rate > 0 else 0.0
             progress(
-                int(100 * done / max(len(todo), 1)), f"embedded {done}/{len(todo)}"
+                int(100 * done / max(len(items), 1)),
+                f"embedded {done}/{len(items)} texts ({rate:.1f}/s, ~{eta:.0f} s left)",
             )
     matrix = np.zeros((len(ids), dim or 1), np.float32)
-    for pos, row in reuse.items():
-        matrix[pos] = prev.vectors[row]  # type: ignore[union-attr]
-    for pos, v in new_vecs.items():
-        matrix[pos] = v
+    if reuse and prev is not None:
+        pos_arr = np.fromiter(reuse.keys(), np.int64, len(reuse))
+        row_arr = np.fromiter(reuse.values(), np.int64, len(reuse))
+        matrix[pos_arr] = prev.vectors[row_arr]
+    for where, v in pending:
+        matrix[where] = v
+    embed_s = time.perf_counter() - t0
+    embed_cpu = time.process_time() - cpu0
     store = EmbeddingStore(
         model=backend.name,
         ids=ids,
@@ -232,18 +360,25 @@ def build_embeddings(
         vectors=matrix,
         fingerprint=snap.fingerprint,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
+        text_sha=tshas,
+        recipe=full_recipe,
     )
     path = save_store(ws.index_dir, store)
-    _patch_manifest(
-        ws.index_dir,
-        {"embedded": True, "embed_model": backend.name, "embed_dim": store.dim},
-    )
+    _patch_manifest(ws.index_dir, describe_store(store))
+    n_new = sum(len(w) for _, w in todo.values())
     return {
         "model": backend.name,
+        "recipe": full_recipe,
         "dim": store.dim,
         "n_vectors": len(ids),
-        "embedded": len(new_vecs),
+        "embedded": len(todo),
+        "embedded_chunks": n_new,
         "reused": len(reuse),
         "path": str(path),
+        "file_bytes": path.stat().st_size,
+        "vectors_bytes": int(matrix.nbytes),
+        "embed_seconds": round(embed_s, 3),
+        "embed_cpu_seconds": round(embed_cpu, 3),
+        "texts_per_s": round(len(todo) / embed_s, 2) if todo and embed_s > 0 else None,
         "seconds": round(time.perf_counter() - t0, 3),
     }
