@@ -23,6 +23,7 @@ from pycsamt_lsp.chunking import FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, screen
 from pycsamt_lsp.index.tokenize import term_counts
+from pycsamt_lsp.model.lazy import load_persisted
 from pycsamt_lsp.model.package import (
     ModuleInfo,
     PackageModel,
@@ -139,9 +140,8 @@ def load_model(
     path = index_dir / MODEL_FILE
     if path.is_file():
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            model = PackageModel.from_dict(doc["model"], root)
-            shas = dict(doc["shas"])
+            # modules' functions, classes and docs decoded on first use
+            model, shas = load_persisted(path, root)
             if model.package != package:
                 raise ValueError(f"model is of package {model.package!r}")
         except (
