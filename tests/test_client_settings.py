@@ -185,7 +185,9 @@ def test_server_reads_the_nested_vscode_section(entry: dict[str, Any]) -> None:
     # VS Code's workspace/configuration answer nests `pycsamt.openai.model` as
     # {"openai": {"model": ...}}; the server must map it to the schema's key
     outer, inner = entry["setting"].split(".")[1:3]
-    value = entry["enum"][-1] if "enum" in entry else "nested-value"
+    value: Any = entry["enum"][-1] if "enum" in entry else "nested-value"
+    if entry["type"] == "boolean":
+        value = not entry["default"]
     merged, problems = _merge({"pycsamt": {outer: {inner: value}}})
     assert problems == []
     assert getattr(merged, entry["key"]) == value

@@ -57,6 +57,7 @@ describe('ServerManager', () => {
       resultCount: 10,
       dense: false,
       openaiModel: 'gpt-4o-mini',
+      openaiModelRouting: false,
       logLevel: 'info',
       diagnosticsSeverity: 'error',
       showSyntaxErrors: false,

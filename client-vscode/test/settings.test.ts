@@ -33,8 +33,8 @@ describe('initializationOptions from package.json defaults', () => {
     const wanted = Object.fromEntries(schema.settings.map((s: any) => [s.key, s.default]));
     assert.deepEqual(opts, wanted);
     assert.deepEqual(Object.keys(opts).sort(), [
-      'corpusRoot', 'debounceMs', 'dense', 'diagnosticsSeverity', 'indexDir', 'logLevel', 'openaiModel', 'profile',
-      'resultCount', 'showSyntaxErrors', 'watch',
+      'corpusRoot', 'debounceMs', 'dense', 'diagnosticsSeverity', 'indexDir', 'logLevel', 'openaiModel',
+      'openaiModelRouting', 'profile', 'resultCount', 'showSyntaxErrors', 'watch',
     ]);
     assert.equal(opts.resultCount, 10);
     assert.equal(opts.watch, 'auto');
@@ -164,12 +164,14 @@ describe('reading VS Code settings', () => {
   it('reads pycsamt.* through workspace.getConfiguration', () => {
     vs.config['pycsamt.resultCount'] = 7;
     vs.config['pycsamt.openai.model'] = 'gpt-4.1-mini';
+    vs.config['pycsamt.openai.modelRouting'] = true;
     vs.config['pycsamt.watch'] = 'off';
     vs.config['pycsamt.server.python'] = '${workspaceFolder}/.venv/bin/python';
     vs.workspaceFolders = [{ uri: { fsPath: '/proj' }, name: 'proj', index: 0 }];
     const o = readInitializationOptions();
     assert.equal(o.resultCount, 7);
     assert.equal(o.openaiModel, 'gpt-4.1-mini');
+    assert.equal(o.openaiModelRouting, true);
     assert.equal(o.watch, 'off');
     assert.equal(readPythonSetting(), '/proj/.venv/bin/python');
   });

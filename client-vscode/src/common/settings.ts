@@ -30,6 +30,7 @@ export interface InitializationOptions {
   resultCount: number;
   dense: boolean;
   openaiModel: string;
+  openaiModelRouting: boolean;
   logLevel: string;
   diagnosticsSeverity: DiagnosticsSeverity;
   watch: WatchMode;

@@ -52,7 +52,9 @@ def _build_options(p: argparse.ArgumentParser) -> None:
 
 def _build_finish(args: argparse.Namespace, ws: Any, report: Result) -> Result:
     if args.embed:
-        report["embeddings"] = build_embed(ws, args.embed)
+        from pycsamt_lsp.search.dense.progress import stderr_progress
+
+        report["embeddings"] = build_embed(ws, args.embed, progress=stderr_progress())
     return report
 
 
@@ -79,6 +81,11 @@ def _ask_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--model", help="OpenAI chat model (default gpt-4o-mini)")
     p.add_argument(
+        "--model-routing",
+        action="store_true",
+        help="with a key, the chat model routes the question (offline fallback)",
+    )
+    p.add_argument(
         "--timeout", type=float, help="OpenAI timeout in seconds (default 30)"
     )
     p.add_argument(
@@ -92,6 +99,8 @@ def _ask_prepare(args: argparse.Namespace, ws: Any) -> None:
         changes["use_openai"] = False
     if args.model:
         changes["model"] = args.model
+    if args.model_routing:
+        changes["model_routing"] = True
     if args.timeout is not None:
         if args.timeout <= 0:
             raise ArgumentError("--timeout must be positive")

@@ -102,6 +102,7 @@ def configure_ask(ls: PycsamtServer) -> None:
     configure(
         ls.ws,
         model=ls.settings.openaiModel,
+        model_routing=ls.settings.openaiModelRouting,
         dense=ls.settings.dense,
         workspace_root=workspace_folder(ls),
     )

@@ -24,6 +24,7 @@ WATCH_MODES = ("auto", "client", "server", "off")
 _ALIASES = MappingProxyType(
     {
         ("openai", "model"): "openaiModel",
+        ("openai", "modelRouting"): "openaiModelRouting",
         ("diagnostics", "severity"): "diagnosticsSeverity",
         ("server", "python"): "serverPython",
     }
@@ -39,6 +40,7 @@ class Settings:
     resultCount: int = 10  # noqa: N815
     dense: bool = False
     openaiModel: str = "gpt-4o-mini"  # noqa: N815
+    openaiModelRouting: bool = False  # noqa: N815 - with a key: the model routes
     logLevel: str = "info"  # noqa: N815
     diagnosticsSeverity: str = "error"  # noqa: N815
     showSyntaxErrors: bool = False  # noqa: N815 - the user's Python server has them
@@ -56,8 +58,9 @@ class Settings:
         flat = dict(raw)
         if isinstance(flat.get("pycsamt"), dict):  # a whole configuration tree
             flat = dict(flat["pycsamt"])
+        nested = {outer: flat.pop(outer, None) for outer in {o for o, _ in _ALIASES}}
         for (outer, inner), key in _ALIASES.items():
-            sub = flat.pop(outer, None)
+            sub = nested[outer]  # one section may hold several settings
             if isinstance(sub, dict) and inner in sub:
                 flat[key] = sub[inner]
         values: dict[str, Any] = {}
@@ -87,7 +90,7 @@ def _valid(key: str, value: Any, f: dataclasses.Field) -> tuple[bool, str]:
             isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
         )
         return ok, f"must be an integer from {lo} to {hi}"
-    if key in ("dense", "showSyntaxErrors"):
+    if isinstance(f.default, bool):  # every boolean setting
         return isinstance(value, bool), "must be true or false"
     if key == "logLevel":
         return value in LOG_LEVELS, f"must be one of {', '.join(LOG_LEVELS)}"
