@@ -224,6 +224,43 @@ def test_compiled_module_with_stub_and_without(tmp_path):
     assert errors_about(res, "slow") == {"slow": True}
 
 
+HEADERS = {
+    "pkg/__init__.py": "",
+    "pkg/includes/__init__.py": "",
+    "pkg/includes/__init__.pxd": "",
+    "pkg/includes/tree.pxd": "cdef extern from 'libx/tree.h':\n    pass\n",
+    "pkg/includes/defs.h": "#define X 1\n",
+}
+
+
+def test_headers_only_package_unbuilt_and_built(tmp_path):
+    """lxml's ``includes``: a package of C headers whose subpackages the
+    build adds. In a checkout (no extension module yet) they are unknown;
+    once built (an installed wheel: ``.so`` present, the header folders
+    copied in) the package is closed like any other."""
+    src = tree(tmp_path / "checkout", HEADERS)
+    code, res = validate(src, "import pkg.includes\nimport pkg.includes.libx\n")
+    assert code == 0 and warned_about(res, "pkg.includes.libx"), res
+    built = tree(
+        tmp_path / "site",
+        {
+            **HEADERS,
+            "pkg/includes/libx/__init__.py": "",
+            "pkg/includes/libx/tree.h": "#define Y 1\n",
+        },
+    )
+    (built / "pkg/etree.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    code, res = validate(built, "import pkg.includes.libx\nimport pkg.etree\n")
+    assert code == 0 and res["errors"] == [], res
+    made_up = "import pkg.includes.core\nimport pkg.includes.libx.core\n"
+    _, res = validate(built, made_up + "from pkg.includes.libx import Tree\n")
+    assert errors_about(res, "pkg.includes.core", "pkg.includes.libx.core", "Tree") == {
+        "pkg.includes.core": True,
+        "pkg.includes.libx.core": True,
+        "Tree": True,
+    }, res
+
+
 def test_module_level_locals_write_opens_the_namespace(tmp_path):
     """``locals()[name] = ...`` at module level writes the module's globals
     (requests/packages.py binds urllib3 and idna so in a loop): names are

@@ -271,7 +271,10 @@ class _ResolverBase:
 
     def _headers_only(self, package: str) -> bool:
         """A package of C headers / ``.pxd`` and no module but its
-        ``__init__`` (lxml's ``includes``): builds add header subpackages."""
+        ``__init__`` (lxml's ``includes``) in an unbuilt tree: builds add
+        header subpackages. Once built (the package holds an extension
+        module: an installed wheel, an in-place build) the folders are all
+        there and the package is closed like any other."""
         has_headers = False
         prefix = package + "."
         for info in self._files.values():
@@ -279,7 +282,14 @@ class _ResolverBase:
                 has_headers = has_headers or info.rel.endswith((".h", ".pxd"))
             elif info.name.startswith(prefix):
                 return False
-        return has_headers
+        return has_headers and not self._built()
+
+    def _built(self) -> bool:
+        """True when an extension module (``.so`` / ``.pyd``) is present."""
+        return any(
+            info.kind == "compiled" and info.rel.endswith((".so", ".pyd"))
+            for info in self._files.values()
+        )
 
     def _registered_modules(self) -> set[str]:
         if self._registered is None:
