@@ -113,8 +113,11 @@ for q in p["queries"]:
         res = run_command("pycsamt.ask", ws, {"question": q})
         item = {"route": res.get("route")}
     else:
-        res = run_command("pycsamt.query", ws, {"query": q, "k": p["k"]})
-        item = {"hits": res["results"]}
+        args = {"query": q, "k": p["k"], **({"dense": True} if p.get("dense") else {})}
+        res = run_command("pycsamt.query", ws, args)
+        item = {"hits": res["results"], "retrieval": res.get("retrieval")}
+        if res.get("dense_error"):
+            item["dense_error"] = res["dense_error"]
     out["results"].append({"query": q, "seconds": time.perf_counter() - t, **item})
 json.dump(out, open(p["out"], "w", encoding="utf-8"))
 """
@@ -282,7 +285,7 @@ def ours_decider(root: Path, records: list[dict[str, Any]]) -> Decider | None:
 
 
 def _our_driver(
-    root: Path, queries: list[str], *, mode: str = "query"
+    root: Path, queries: list[str], *, mode: str = "query", dense: bool = False
 ) -> dict[str, Any]:
     """Run :data:`OUR_DRIVER` in a child of this interpreter; its JSON result."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -293,6 +296,7 @@ def _our_driver(
             "k": K,
             "out": str(out),
             "mode": mode,
+            "dense": dense,
         }
         res = run_measured(
             [sys.executable, "-c", OUR_DRIVER],
@@ -305,18 +309,32 @@ def _our_driver(
         return json.loads(out.read_text(encoding="utf-8"))
 
 
-def our_batch(root: Path, queries: list[str], via_cli: bool) -> dict[str, Any]:
-    """Our ranked hits for every query (one process, or one CLI call each)."""
+def our_batch(
+    root: Path, queries: list[str], via_cli: bool, *, dense: bool = False
+) -> dict[str, Any]:
+    """Our ranked hits for every query (one process, or one CLI call each);
+    *dense*: ``pycsamt.query`` with ``dense: true`` (RRF with the vectors)."""
     if not via_cli:
         try:
-            return _our_driver(root, queries)
+            return _our_driver(root, queries, dense=dense)
         except RuntimeError as exc:
             print(f"{exc}\nfalling back to one CLI process per question")
     results = []
     for q in queries:
         t = time.perf_counter()
+        dense_flag = ["--dense"] if dense else []
         proc = subprocess.run(
-            [*our_cli(), "query", "--root", str(root), "--json", "-k", str(K), q],
+            [
+                *our_cli(),
+                "query",
+                "--root",
+                str(root),
+                "--json",
+                "-k",
+                str(K),
+                *dense_flag,
+                q,
+            ],
             capture_output=True,
             text=True,
             env=offline_env(),
@@ -325,6 +343,39 @@ def our_batch(root: Path, queries: list[str], via_cli: bool) -> dict[str, Any]:
         hits = json.loads(proc.stdout)["results"] if proc.returncode == 0 else []
         results.append({"query": q, "seconds": time.perf_counter() - t, "hits": hits})
     return {"load_s": None, "results": results}
+
+
+def our_embed(root: Path, backend: str) -> dict[str, Any]:
+    """``pycsamt-lsp build --embed BACKEND`` on the built copy; its cost.
+
+    The build part reloads the index it just wrote (same fingerprint), so
+    the process's time is mostly embedding; the report's own
+    ``embed_seconds`` / ``embed_cpu_seconds`` are the embedding alone.
+    """
+    res = run_measured(
+        [*our_cli(), "build", "--root", str(root), "--json", "--embed", backend],
+        cwd=tempfile.gettempdir(),
+        env=offline_env(),
+    )
+    if res["returncode"] != 0:
+        raise RuntimeError(f"build --embed {backend} failed:\n{res['stderr'][-2000:]}")
+    emb = json.loads(res["stdout"]).get("embeddings") or {}
+    return {
+        "backend": backend,
+        "model": emb.get("model"),
+        "recipe": emb.get("recipe"),
+        "n_vectors": emb.get("n_vectors"),
+        "texts_embedded": emb.get("embedded"),
+        "reused": emb.get("reused"),
+        "embed_s": emb.get("embed_seconds"),
+        "embed_cpu_s": emb.get("embed_cpu_seconds"),
+        "texts_per_s": emb.get("texts_per_s"),
+        "npz_mb": (emb.get("file_bytes") or 0) / 2**20,
+        "vectors_mb": (emb.get("vectors_bytes") or 0) / 2**20,
+        "process_wall_s": res["wall_s"],
+        "process_cpu_s": res["cpu_s"],
+        "process_maxrss_mb": res["maxrss_mb"],
+    }
 
 
 def question_files(src: Path, extra: list[Path] | None) -> list[Path]:
@@ -398,6 +449,22 @@ def bench_corpus(
             for o, r in zip(o_scored, r_scored, strict=True)
         ],
     }
+    if a.dense:
+        print(f"[{name}] embedding ours with {a.dense} ...", flush=True)
+        res["embed"] = our_embed(ours_copy, a.dense)
+        fused = our_batch(ours_copy, queries, a.via_cli, dense=True)
+        paths = {r.get("retrieval") for r in fused["results"]}
+        if paths != {"dense+bm25"} and not a.via_cli:
+            errs = {r.get("dense_error") for r in fused["results"]} - {None}
+            raise RuntimeError(f"dense did not run on {name}: {paths} {errs}")
+        d_hits = {r["query"]: r["hits"] for r in fused["results"]}
+        d_scored = [score_record(r, d_hits[r["query"]]) for r in records]
+        res["ours_dense"] = by_suite(d_scored)
+        res["query_ms_p50"]["ours_dense"] = 1000 * statistics.median(
+            r["seconds"] for r in fused["results"]
+        )
+        for rec, d in zip(res["records"], d_scored, strict=True):
+            rec["ours_dense"] = d
     if a.routing:
         routing = load_records(a.routing)
         decide, raw = ref_decider(ref_copy, routing)
@@ -478,6 +545,46 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def dense_table(results: dict[str, Any]) -> str:
+    """The dense lane: ours BM25, ours fused (RRF k=60) and the reference, and
+    the embedding cost, per corpus and suite."""
+    head = (
+        f"{'corpus':<14}{'suite':<22}{'n':>6}  {'metric':<10}{'bm25':>8}{'fused':>8}"
+        f"{'ref':>8}{'fused-bm25':>12}{'fused/ref':>11}"
+    )
+    rows = [head, "-" * len(head)]
+    for cname, res in results["corpora"].items():
+        if "ours_dense" not in res:
+            continue
+        for suite in res["ours"]:
+            o, d, r = res["ours"][suite], res["ours_dense"][suite], res["ref"][suite]
+            label, n = suite, str(o["n_symbols"])
+            for m in ("mrr@10", "hit@10", "recall@10", "wf@10"):
+                if o[m] is None:
+                    continue
+                diff = d[m] - o[m] if d[m] is not None else None
+                q = d[m] / r[m] if d[m] is not None and r[m] else None
+                rows.append(
+                    f"{cname:<14}{label:<22}{n:>6}  {m:<10}{_f(o[m]):>8}{_f(d[m]):>8}"
+                    f"{_f(r[m]):>8}{_f(diff):>12}{_f(q):>11}"
+                )
+                cname = label = n = ""
+        e = res["embed"]
+        p = res["query_ms_p50"]
+        rows.append(
+            f"{'':<14}embed {e['model']} ({e['recipe']}): {e['texts_embedded']} texts "
+            f"for {e['n_vectors']} chunks in {e['embed_s']:.1f} s wall / "
+            f"{e['embed_cpu_s']:.1f} s CPU ({e['texts_per_s'] or 0:.1f} texts/s); "
+            f"embeddings.npz {e['npz_mb']:.1f} MB, vectors {e['vectors_mb']:.1f} MB "
+            f"in memory, build --embed peak RSS {e['process_maxrss_mb']:.0f} MB"
+        )
+        rows.append(
+            f"{'':<14}query p50 ms: bm25 {p['ours']:.2f}, fused "
+            f"{p['ours_dense']:.2f} (includes embedding the query), ref {p['ref']:.2f}"
+        )
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -499,6 +606,14 @@ def main(argv: list[str] | None = None) -> int:
         "--via-cli",
         action="store_true",
         help="ours: one `pycsamt-lsp query --json` process per question",
+    )
+    ap.add_argument(
+        "--dense",
+        nargs="?",
+        const="minilm",
+        metavar="BACKEND",
+        help="also embed ours (build --embed BACKEND, default minilm) and rank "
+        "with RRF fusion: ours BM25, ours fused and the reference side by side",
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
@@ -527,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
     g = results["git"]
     print(f"commit {g['commit']}, {g['server_dirty_files']} uncommitted server file(s)")
     print(table(results))
+    if a.dense:
+        print()
+        print(dense_table(results))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {a.out}")
