@@ -28,7 +28,7 @@ import numpy as np
 from pycsamt_lsp.index.bm25 import K1, B
 from pycsamt_lsp.index.tokenize import term_counts
 
-__all__ = ["CODE_KINDS", "NameField", "name_text"]
+__all__ = ["CODE_KINDS", "NameField", "merge_groups", "name_text"]
 
 CODE_KINDS = frozenset({"python_symbol", "python_method"})
 _EMPTY_SLOTS = np.zeros(0, np.int64)
@@ -49,6 +49,53 @@ def _name_terms(text: str) -> tuple[tuple[str, int], ...]:
     """``term_counts(text)`` as pairs, remembered across builds and updates
     (names repeat: ``__init__``, ``plot``, ``get``)."""
     return tuple(term_counts(text).items())
+
+
+def merge_groups(
+    groups: dict[str, tuple[np.ndarray, ...]],
+    gone: Iterable[str],
+    dead: np.ndarray | None,
+    keys: Sequence[str],
+    cols: tuple[np.ndarray, ...],
+) -> None:
+    """Update *groups* (``key -> parallel arrays``, the first one slots) in place.
+
+    Rows whose slot is *dead* leave the groups of the keys in *gone*; the new
+    rows ``keys[i] -> cols[*][i]`` (ascending slots, above every old one) are
+    appended to their key's group; a group left empty is removed. All keys
+    at once, with one sort: per-key numpy calls would cost more than the
+    work on the few rows each key has.
+    """
+    touched = list(dict.fromkeys([*gone, *keys]))
+    if not touched:
+        return
+    local = {k: i for i, k in enumerate(touched)}
+    old = [(i, groups[k]) for i, k in enumerate(touched) if k in groups]
+    sizes = [len(g[0]) for _, g in old]
+    parts = [[g[c] for _, g in old] + [cols[c]] for c in range(len(cols))]
+    owner = np.concatenate(
+        (
+            np.repeat(np.array([i for i, _ in old], np.int64), sizes),
+            np.fromiter(map(local.__getitem__, keys), np.int64, len(keys)),
+        )
+    )
+    merged = [np.concatenate(p) for p in parts]
+    if dead is not None and old:
+        keep = np.ones(len(owner), bool)
+        keep[: sum(sizes)] = ~dead[merged[0][: sum(sizes)]]
+        owner = owner[keep]
+        merged = [m[keep] for m in merged]
+    order = np.argsort(owner, kind="stable")
+    merged = [m[order] for m in merged]
+    ptr = np.zeros(len(touched) + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=len(touched)), out=ptr[1:])
+    bounds = ptr.tolist()
+    for i, k in enumerate(touched):
+        a, b = bounds[i], bounds[i + 1]
+        if a == b:
+            groups.pop(k, None)
+        else:
+            groups[k] = tuple(m[a:b] for m in merged)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,45 +195,42 @@ class NameField:
         lens = np.zeros(n)
         lens[: self.n_slots] = self.lens
         n_docs, total = self.n_docs, self.total
-        gone: dict[str, list[int]] = {}
+        gone: set[str] = set()
+        dead = np.zeros(self.n_slots, bool)
         for slot in drop:
             if not (0 <= slot < self.n_slots and lens[slot] > 0.0):
                 continue
-            for t, _ in _name_terms(name_text(symbols[slot], kinds[slot])):
-                gone.setdefault(t, []).append(slot)
+            gone.update(
+                t for t, _ in _name_terms(name_text(symbols[slot], kinds[slot]))
+            )
+            dead[slot] = True
             total -= lens[slot]
             n_docs -= 1
             lens[slot] = 0.0
-        added: dict[str, tuple[list[int], list[int]]] = {}
+        keys: list[str] = []
+        rows: list[int] = []
+        tfs: list[int] = []
         for slot in range(start, n):
             text = name_text(symbols[slot], kinds[slot])
             if not text:
                 continue
             length = 0
             for t, c in _name_terms(text):
-                got = added.setdefault(t, ([], []))
-                got[0].append(slot)
-                got[1].append(c)
+                keys.append(t)
+                rows.append(slot)
+                tfs.append(c)
                 length += c
             lens[slot] = float(length)
             total += float(length)
             n_docs += 1
         postings = dict(self.postings)
-        for t in gone.keys() | added.keys():
-            old = postings.get(t)
-            slots = old[0] if old is not None else _EMPTY_SLOTS
-            tf = old[1] if old is not None else np.zeros(0)
-            if t in gone:
-                keep = ~np.isin(slots, gone[t])
-                slots, tf = slots[keep], tf[keep]
-            if t in added:
-                new_slots, new_tf = added[t]
-                slots = np.concatenate((slots, np.array(new_slots, np.int64)))
-                tf = np.concatenate((tf, np.array(new_tf, np.float64)))
-            if len(slots):
-                postings[t] = (slots, tf)
-            else:
-                postings.pop(t, None)
+        merge_groups(
+            postings,
+            gone,
+            dead,
+            keys,
+            (np.array(rows, np.int64), np.array(tfs, np.float64)),
+        )
         return NameField(n, postings, lens, n_docs, total, self.k1, self.b)
 
     def _weight(self, slots: np.ndarray, f: np.ndarray) -> np.ndarray:

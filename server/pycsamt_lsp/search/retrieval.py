@@ -23,6 +23,7 @@ import numpy as np
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
+from pycsamt_lsp.search.fields import merge_groups
 from pycsamt_lsp.search.stages import (
     STAGES,
     StageAux,
@@ -151,14 +152,25 @@ class RankAux:
         )
         leaves = dict(self.leaf_slots)
         symbols = dict(self.symbol_slots)
+        keys: list[str] = []
+        leaf_keys: list[str] = []
+        slots: list[int] = []
+        leaf_slots: list[int] = []
         for slot in new:
             sym = t.symbols[slot]
             if not sym:
                 continue
-            symbols[sym] = np.append(symbols.get(sym, np.zeros(0, np.int64)), slot)
+            keys.append(sym)
+            slots.append(slot)
             leaf = sym.rsplit(".", 1)[-1].lower()
             if len(leaf) >= 3:
-                leaves[leaf] = np.append(leaves.get(leaf, np.zeros(0, np.int64)), slot)
+                leaf_keys.append(leaf)
+                leaf_slots.append(slot)
+        for group, ks, ss in ((symbols, keys, slots), (leaves, leaf_keys, leaf_slots)):
+            # all keys at once (merge_groups): per-key numpy calls cost more
+            sub = {k: (group[k],) for k in ks if k in group}
+            merge_groups(sub, (), None, ks, (np.array(ss, np.int64),))
+            group.update((k, v[0]) for k, v in sub.items())
         return RankAux(
             prio_factor=1.0 + PRIORITY_STEP * (t.priority.astype(np.float64) - 1.0),
             recipe=kind_code == kind_ids.get("recipe", -1),

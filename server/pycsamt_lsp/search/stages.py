@@ -256,31 +256,28 @@ class StageAux:
         # the module tree: only the names of removed or added slots move
         mods = dict(self.mod_slots)
         kids = dict(self.kids)
-        touched: set[str] = set()
         gone = set(drop.tolist())
-
-        def move(group: dict[str, tuple[int, ...]], key: str, add: int = -1) -> None:
-            """``group[key]`` without the removed slots, plus slot *add*."""
-            rest = tuple(x for x in group.get(key, ()) if x not in gone)
-            group[key] = (*rest, add) if add >= 0 else rest
-            touched.add(key)
-
+        moved: dict[int, dict[str, list[int]]] = {0: {}, 1: {}}  # mods, kids
         for slot in drop.tolist():
             sym = t.symbols[slot]
             if sym and self.module_doc[slot]:
-                move(mods, sym)
+                moved[0].setdefault(sym, [])
             elif sym and self.code[slot] and t.kinds[slot] == "python_symbol":
-                move(kids, sym.rpartition(".")[0])
+                moved[1].setdefault(sym.rpartition(".")[0], [])
         for slot in new.tolist():
             sym = t.symbols[slot]
             if sym and module_doc[slot]:
-                move(mods, sym, slot)
+                moved[0].setdefault(sym, []).append(slot)
             elif sym and code[slot] and t.kinds[slot] == "python_symbol":
-                move(kids, sym.rpartition(".")[0], slot)
-        for name in touched:
-            for group in (mods, kids):
-                if name in group and not group[name]:
-                    del group[name]
+                moved[1].setdefault(sym.rpartition(".")[0], []).append(slot)
+        for group, changes in ((mods, moved[0]), (kids, moved[1])):
+            for key, added in changes.items():
+                rest = [x for x in group.get(key, ()) if x not in gone] + added
+                if rest:
+                    group[key] = tuple(rest)
+                else:
+                    group.pop(key, None)
+        touched = moved[0].keys() | moved[1].keys()
         children = dict(self.module_children)
         for name in touched:
             for slot in self.mod_slots.get(name, ()):
