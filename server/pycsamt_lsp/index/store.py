@@ -25,6 +25,7 @@ import numpy as np
 from pycsamt_lsp import INDEX_VERSION, __version__
 from pycsamt_lsp.errors import IndexLoadError
 from pycsamt_lsp.index.bm25 import BM25Index
+from pycsamt_lsp.index.mapped import load_npz, shared_strings
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
 from pycsamt_lsp.storage.atomic import atomic_write
 from pycsamt_lsp.storage.validate import check_manifest, check_meta
@@ -176,8 +177,7 @@ def load_snapshot(
     check_manifest(manifest)
     try:
         meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
-        with np.load(index_dir / "index.npz", allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = load_npz(index_dir / "index.npz")  # postings mapped, not copied
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise IndexLoadError(f"index files are unreadable: {exc}") from None
     try:
@@ -201,10 +201,10 @@ def load_snapshot(
             )
         table = ChunkTable(
             ids=meta["ids"],
-            paths=meta["paths"],
-            kinds=meta["kinds"],
+            paths=shared_strings(meta["paths"]),
+            kinds=shared_strings(meta["kinds"]),
             symbols=meta["symbols"],
-            workflows=meta["workflows"],
+            workflows=shared_strings(meta["workflows"]),
             priority=arrays["priority"].astype(np.int16),
             line_start=arrays["line_start"].astype(np.int32),
             line_end=arrays["line_end"].astype(np.int32),
