@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -467,8 +468,20 @@ class Binding:
 
     @classmethod
     def from_list(cls, name: str, v: list[Any]) -> Binding:
-        """The inverse of :meth:`to_list`, for the binding called *name*."""
-        return cls(name, v[0], v[1], v[2], v[3], v[4])
+        """The inverse of :meth:`to_list`, for the binding called *name*.
+
+        The kind, module and attribute strings are interned: decoded from
+        JSON, each occurrence would be its own object (23,000 bindings of a
+        loaded pyCSAMT model repeat a few thousand distinct values)."""
+        mod, attr = v[2], v[3]
+        return cls(
+            name,
+            v[0],
+            sys.intern(v[1]),
+            sys.intern(mod) if type(mod) is str else mod,
+            sys.intern(attr) if type(attr) is str else attr,
+            v[4],
+        )
 
 
 @dataclass
