@@ -66,10 +66,8 @@ def stats(ws: Workspace, _a: NoArgs) -> Result:
 
 
 def rebuild(ws: Workspace, _a: NoArgs) -> Result:
-    """``pycsamt.rebuild``: build from scratch and persist."""
-    report = ws.build()
-    ws.persist()
-    return report
+    """``pycsamt.rebuild``: build from scratch and persist (one streamed pass)."""
+    return ws.rebuild()
 
 
 def validate(ws: Workspace, a: ValidateArgs) -> Result:

@@ -89,6 +89,14 @@ def _csc(
     return ptr, docs[order], tfs[order]
 
 
+def _doc_len(doc_ptr: np.ndarray, doc_tfs: np.ndarray) -> np.ndarray:
+    """Each row's length (sum of its term frequencies), float64, summed one
+    way for every construction path so equal rows give equal lengths."""
+    cum = np.zeros(len(doc_tfs) + 1, np.float64)
+    np.cumsum(doc_tfs, out=cum[1:])
+    return cum[doc_ptr[1:]] - cum[doc_ptr[:-1]]
+
+
 @dataclass(frozen=True, eq=False)
 class BM25Index:
     """An immutable BM25 index over slots; see the module docstring."""
@@ -118,8 +126,27 @@ class BM25Index:
     ) -> BM25Index:
         """Index term-count mappings, one per slot, from scratch."""
         vocab: dict[str, int] = {}
-        doc_ptr, doc_terms, doc_tfs, doc_len = cls._encode_all(docs, vocab)
-        n_slots = len(docs)
+        doc_ptr, doc_terms, doc_tfs, _ = cls._encode_all(docs, vocab)
+        return cls.from_rows(vocab, doc_ptr, doc_terms, doc_tfs, k1=k1, b=b)
+
+    @classmethod
+    def from_rows(
+        cls,
+        vocab: Mapping[str, int],
+        doc_ptr: np.ndarray,
+        doc_terms: np.ndarray,
+        doc_tfs: np.ndarray,
+        *,
+        k1: float = K1,
+        b: float = B,
+    ) -> BM25Index:
+        """An index over row-wise term ids and frequencies already encoded
+        against *vocab* (``doc_ptr`` int64, ``doc_terms`` int32, ``doc_tfs``
+        float32): what :meth:`build` makes of term-count mappings, and what a
+        streamed build assembles from the workers' per-file rows without
+        ever holding a mapping per chunk."""
+        n_slots = len(doc_ptr) - 1
+        doc_len = _doc_len(doc_ptr, doc_tfs)
         alive = np.ones(n_slots, bool)
         df = np.bincount(doc_terms, minlength=len(vocab)).astype(np.int64)
         ptr, pdoc, ptf = _csc(
@@ -165,9 +192,7 @@ class BM25Index:
         tfs = np.fromiter(
             chain.from_iterable(d.values() for d in docs), np.float32, len(keys)
         )
-        cum = np.zeros(len(keys) + 1, np.float64)
-        np.cumsum(tfs, out=cum[1:])
-        return ptr, terms, tfs, cum[ptr[1:]] - cum[ptr[:-1]]
+        return ptr, terms, tfs, _doc_len(ptr, tfs)
 
     @staticmethod
     def _encode(counts: Mapping[str, int], vocab: dict[str, int]) -> DocTerms:

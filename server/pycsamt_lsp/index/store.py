@@ -18,7 +18,7 @@ import uuid
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -32,10 +32,12 @@ from pycsamt_lsp.storage.validate import check_manifest, check_meta
 
 __all__ = [
     "INDEX_DIRNAME",
+    "ChunkWriter",
     "IndexLoadError",
     "default_index_dir",
     "load_snapshot",
     "save_snapshot",
+    "writable",
 ]
 
 INDEX_DIRNAME = ".pycsamt_rag"
@@ -62,13 +64,17 @@ def default_index_dir(root: Path, cache: Path) -> Path:
     return cache / "indexes" / f"{root.name}-{key}"
 
 
+def writable(index_dir: Path) -> bool:
+    """Whether an index can be written in *index_dir* (created if missing)."""
+    return _writable(index_dir)
+
+
 def save_snapshot(
     snap: Snapshot, index_dir: Path, manifest_extra: dict[str, Any]
 ) -> dict[str, Any]:
     """Write *snap* (compacted, renumbered in file order); return the manifest."""
     if not _writable(index_dir):
         raise OSError(f"index folder {index_dir} is not writable")
-    build_id = uuid.uuid4().hex
     order = np.fromiter(snap.alive_slots(), np.int64)
     offsets = np.zeros(len(order) + 1, np.int64)
     by_kind: dict[str, int] = {}
@@ -94,42 +100,72 @@ def save_snapshot(
     files = {}
     for rel, (sha, slots) in sorted(snap.files.items()):
         files[rel] = [sha, [new_of[s] for s in slots]]
-    meta = {
-        "build_id": build_id,
+    columns = {
         "ids": [table.ids[s] for s in order],
         "paths": [table.paths[s] for s in order],
         "kinds": [table.kinds[s] for s in order],
         "symbols": [table.symbols[s] for s in order],
         "workflows": [table.workflows[s] for s in order],
-        "files": files,
-        "skipped": dict(snap.skipped),
     }
+    return _write_rest(
+        index_dir,
+        columns,
+        files,
+        dict(snap.skipped),
+        snap.bm25.renumbered(order),
+        {
+            "offsets": offsets,
+            "priority": table.priority[order],
+            "line_start": table.line_start[order],
+            "line_end": table.line_end[order],
+        },
+        {
+            "n_chunks": len(order),
+            "counts_by_kind": by_kind,
+            "counts_by_workflow": by_wf,
+            "source_fingerprint": snap.fingerprint,
+            "chunks_sha256": digest.hexdigest(),
+        },
+        manifest_extra,
+    )
+
+
+def _write_rest(
+    index_dir: Path,
+    columns: dict[str, list[Any]],
+    files: dict[str, list[Any]],
+    skipped: dict[str, str],
+    bm25: BM25Index,
+    table_arrays: dict[str, np.ndarray],
+    stats: dict[str, Any],
+    manifest_extra: dict[str, Any],
+) -> dict[str, Any]:
+    """``meta.json``, ``index.npz`` and ``manifest.json`` (last: a reader
+    checks the one ``build_id`` all three carry), once ``chunks.jsonl`` is
+    in place; one writer for a saved snapshot and for a streamed build, so
+    both write the same bytes for the same chunks."""
+    build_id = uuid.uuid4().hex
+    meta = {"build_id": build_id, **columns, "files": files, "skipped": skipped}
     atomic_write(
         index_dir / "meta.json", lambda fh: fh.write(json.dumps(meta).encode("utf-8"))
     )
     # Any: numpy's stub types savez(**kwds) together with its allow_pickle flag
-    arrays: dict[str, Any] = snap.bm25.renumbered(order).arrays()
-    arrays.update(
-        offsets=offsets,
-        priority=table.priority[order],
-        line_start=table.line_start[order],
-        line_end=table.line_end[order],
-        build_id=np.frombuffer(build_id.encode(), np.uint8),
-    )
+    arrays: dict[str, Any] = bm25.arrays()
+    arrays.update(**table_arrays, build_id=np.frombuffer(build_id.encode(), np.uint8))
     atomic_write(index_dir / "index.npz", lambda fh: np.savez(fh, **arrays))
     manifest = {
         "index_version": INDEX_VERSION,
         "tool_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "n_chunks": len(order),
+        "n_chunks": stats["n_chunks"],
         "n_files": len(files),
-        "counts_by_kind": dict(sorted(by_kind.items())),
-        "counts_by_workflow": dict(sorted(by_wf.items())),
-        "source_fingerprint": snap.fingerprint,
+        "counts_by_kind": dict(sorted(stats["counts_by_kind"].items())),
+        "counts_by_workflow": dict(sorted(stats["counts_by_workflow"].items())),
+        "source_fingerprint": stats["source_fingerprint"],
         "embedded": False,
         "embed_model": None,
         "build_id": build_id,
-        "chunks_sha256": digest.hexdigest(),
+        "chunks_sha256": stats["chunks_sha256"],
         **manifest_extra,
     }
     atomic_write(
@@ -137,6 +173,145 @@ def save_snapshot(
         lambda fh: fh.write(json.dumps(manifest, indent=2).encode()),
     )
     return manifest
+
+
+class ChunkWriter:
+    """A persisted index written file by file while the build still runs.
+
+    The streamed build (``Workspace.rebuild``) hands it each file's
+    :data:`~pycsamt_lsp.model.state.PackedChunks` in path order: the chunk
+    lines go straight to ``chunks.jsonl`` (an :func:`atomic_open` handle),
+    the file's distinct terms are mapped to global ids (first occurrence in
+    path order, as :meth:`BM25Index.build` numbers them) and only flat
+    arrays and the short ranking columns are kept. :meth:`finish` writes
+    the other files, byte for byte what :func:`save_snapshot` writes for a
+    snapshot of the same chunks. No chunk text or term mapping is held.
+    """
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.digest = hashlib.sha256()
+        self.vocab: dict[str, int] = {}
+        self.columns: dict[str, list[Any]] = {
+            "ids": [],
+            "paths": [],
+            "kinds": [],
+            "symbols": [],
+            "workflows": [],
+        }
+        self.files: dict[str, list[Any]] = {}
+        self.n_chunks = 0
+        self._parts: dict[str, list[np.ndarray]] = {
+            k: []
+            for k in (
+                "line_len",
+                "priority",
+                "line_start",
+                "line_end",
+                "row_len",
+                "terms",
+                "tfs",
+            )
+        }
+
+    def add(self, rel: str, sha_hex: str, packed: Any) -> None:
+        """The next file (path order): its hash and packed chunks."""
+        (
+            _error,
+            lines,
+            line_len,
+            ids,
+            paths,
+            kinds,
+            symbols,
+            workflows,
+            priority,
+            line_start,
+            line_end,
+            vocab,
+            row_len,
+            term_ids,
+            tfs,
+        ) = packed
+        self.fh.write(lines)
+        self.digest.update(lines)
+        n = len(ids)
+        first = self.n_chunks
+        self.files[rel] = [sha_hex, list(range(first, first + n))]
+        self.n_chunks = first + n
+        cols = self.columns
+        cols["ids"].extend(ids)
+        cols["paths"].extend(paths)
+        cols["kinds"].extend(kinds)
+        cols["symbols"].extend(symbols)
+        cols["workflows"].extend(workflows)
+        terms = vocab.split("\n") if vocab else []
+        v = self.vocab
+        new = [t for t in terms if t not in v]
+        if new:
+            base = len(v)
+            v.update(zip(new, range(base, base + len(new)), strict=True))
+        gmap = np.fromiter(map(v.__getitem__, terms), np.int32, len(terms))
+        parts = self._parts
+        parts["line_len"].append(np.frombuffer(line_len, np.int64))
+        parts["priority"].append(np.frombuffer(priority, np.int16))
+        parts["line_start"].append(np.frombuffer(line_start, np.int32))
+        parts["line_end"].append(np.frombuffer(line_end, np.int32))
+        parts["row_len"].append(np.frombuffer(row_len, np.int32))
+        parts["terms"].append(gmap[np.frombuffer(term_ids, np.int32)])
+        parts["tfs"].append(np.frombuffer(tfs, np.int32))
+
+    def _cat(self, key: str, dtype: Any) -> np.ndarray:
+        got = self._parts.pop(key)
+        return np.concatenate(got).astype(dtype) if got else np.zeros(0, dtype)
+
+    def finish(
+        self,
+        index_dir: Path,
+        fingerprint: str,
+        skipped: dict[str, str],
+        manifest_extra: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Write ``meta.json``, ``index.npz`` and ``manifest.json`` (after the
+        ``chunks.jsonl`` handle was closed and renamed); return the manifest."""
+        n = self.n_chunks
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(self._cat("line_len", np.int64), out=offsets[1:])
+        doc_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(self._cat("row_len", np.int64), out=doc_ptr[1:])
+        bm25 = BM25Index.from_rows(
+            self.vocab,
+            doc_ptr,
+            self._cat("terms", np.int32),
+            self._cat("tfs", np.float32),
+        )
+        by_kind: dict[str, int] = {}
+        for k in self.columns["kinds"]:
+            by_kind[k] = by_kind.get(k, 0) + 1
+        by_wf: dict[str, int] = {}
+        for w in self.columns["workflows"]:
+            by_wf[w or "none"] = by_wf.get(w or "none", 0) + 1
+        return _write_rest(
+            index_dir,
+            self.columns,
+            self.files,
+            skipped,
+            bm25,
+            {
+                "offsets": offsets,
+                "priority": self._cat("priority", np.int16),
+                "line_start": self._cat("line_start", np.int32),
+                "line_end": self._cat("line_end", np.int32),
+            },
+            {
+                "n_chunks": n,
+                "counts_by_kind": by_kind,
+                "counts_by_workflow": by_wf,
+                "source_fingerprint": fingerprint,
+                "chunks_sha256": self.digest.hexdigest(),
+            },
+            manifest_extra,
+        )
 
 
 def _sha256_file(path: Path) -> str:

@@ -12,11 +12,19 @@ hidden from ``multiprocessing`` while they start.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from multiprocessing.context import BaseContext
 
-__all__ = ["main_script_hidden"]
+__all__ = ["main_script_hidden", "plan_batches", "pool_context"]
+
+#: batches per worker in a parallel build: more balance the end, fewer
+#: cost less in messages (each is one round trip of the pool's queues)
+_BATCHES_PER_WORKER = 24
 
 
 @contextmanager
@@ -38,3 +46,49 @@ def main_script_hidden() -> Iterator[None]:
         yield
     finally:
         main.__file__ = path
+
+
+def pool_context() -> BaseContext:
+    """How a build starts its workers: ``spawn`` (see the module docstring).
+
+    ``PYCSAMT_LSP_START=fork`` forks instead (Linux, a process with no
+    other thread only): the workers then start at once with the parent's
+    imports, at the price of sharing its pages (which ``ps`` counts in each).
+    """
+    method = os.environ.get("PYCSAMT_LSP_START", "spawn")
+    if method == "fork" and (
+        not sys.platform.startswith("linux") or threading.active_count() > 1
+    ):
+        method = "spawn"
+    return multiprocessing.get_context(method)
+
+
+def plan_batches(sizes: Sequence[int], workers: int) -> list[list[int]]:
+    """Work items of a parallel build: lists of job positions.
+
+    About :data:`_BATCHES_PER_WORKER` batches per worker of similar byte
+    totals (parse time grows with size), so the last one to finish is
+    short; files larger than a batch go first, each alone, largest first,
+    so no long parse starts at the end. The rest keep path order (results
+    are written in that order: early ones need not wait for late ones).
+    """
+    total = sum(sizes)
+    target = max(total // max(workers * _BATCHES_PER_WORKER, 1), 1)
+    big = sorted(
+        (i for i, n in enumerate(sizes) if n >= target), key=lambda i: -sizes[i]
+    )
+    out: list[list[int]] = [[i] for i in big]
+    taken = set(big)
+    cur: list[int] = []
+    acc = 0
+    for i, n in enumerate(sizes):
+        if i in taken:
+            continue
+        cur.append(i)
+        acc += n
+        if acc >= target:
+            out.append(cur)
+            cur, acc = [], 0
+    if cur:
+        out.append(cur)
+    return out

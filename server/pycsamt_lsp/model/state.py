@@ -15,13 +15,15 @@ import hashlib
 import json
 import logging
 import os
+from array import array
 from collections.abc import Iterable
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from pycsamt_lsp.chunking import FileChunks, chunk_file
+from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
-from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, screen
+from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen
 from pycsamt_lsp.index.tokenize import term_counts
 from pycsamt_lsp.model.lazy import load_persisted
 from pycsamt_lsp.model.package import (
@@ -33,7 +35,18 @@ from pycsamt_lsp.model.package import (
 )
 from pycsamt_lsp.storage.atomic import atomic_write
 
-__all__ = ["MODEL_FILE", "load_model", "module_files", "process_file", "save_model"]
+__all__ = [
+    "MODEL_FILE",
+    "BuildJob",
+    "ModelWriter",
+    "PackedChunks",
+    "PackedFile",
+    "load_model",
+    "module_files",
+    "pack_batch",
+    "process_file",
+    "save_model",
+]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +106,178 @@ def process_file(
     info = module_info(rel, data, profile.package, fc.tree)
     fc.tree = None
     return rel, fc, info
+
+
+# -- the streamed build's worker side -------------------------------------------
+
+#: One file of a streamed build: ``(rel, path, indexed, modelled)``; indexed:
+#: the index policy lists it; modelled: it is a module file of the package.
+BuildJob = tuple[str, str, bool, bool]
+#: A file's chunks as a streamed build needs them, everything already encoded:
+#: ``(error, lines, line_lengths, ids, paths, kinds, symbols, workflows,
+#: priority, line_start, line_end, vocab, terms_per_chunk, term_ids, tfs)``.
+#: ``lines`` are the ``chunks.jsonl`` lines, ``vocab`` the file's distinct
+#: terms (newline-joined, first-occurrence order) and ``term_ids`` index it.
+PackedChunks = tuple[
+    str | None,
+    bytes,
+    array,
+    list[str],
+    list[str],
+    list[str],
+    list[str | None],
+    list[str | None],
+    array,
+    array,
+    array,
+    str,
+    array,
+    array,
+    array,
+]
+#: ``(rel, read_failure, sha256 digest, chunks, model_record, model_sha)``:
+#: ``read_failure`` is ``("too_large" | "unreadable", message)`` when the
+#: index could not read the file; ``model_record`` the file's entry of
+#: ``package_model.json`` (``"rel": {...}``, UTF-8) or None.
+PackedFile = tuple[
+    str,
+    tuple[str, str] | None,
+    bytes | None,
+    PackedChunks | None,
+    bytes | None,
+    str | None,
+]
+
+_ENCODE_MODEL = json.JSONEncoder().encode  # json.dumps' defaults, as save_model
+
+
+def pack_batch(args: tuple[Profile, str, list[BuildJob]]) -> list[PackedFile]:
+    """A streamed build's work item: read, chunk, tokenize and model files.
+
+    Runs in a worker process. What goes back is compact and final: bytes
+    and flat arrays, no :class:`Chunk` objects, no term-count mappings, no
+    parse results; the parent only maps each file's distinct terms to
+    global ids and copies bytes into the index files (``index.store``), so
+    its share of the build stays small and overlaps the parsing.
+    """
+    profile, root, jobs = args
+    return [_pack_file(profile, Path(root), job) for job in jobs]
+
+
+def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
+    """One file, read here (the parent never holds the corpus's bytes)."""
+    rel, path_s, indexed, modelled = job
+    path = Path(path_s)
+    failed: tuple[str, str] | None = None
+    digest: bytes | None = None
+    if indexed:
+        try:
+            data = read_regular(path, profile.max_file_bytes)
+        except OSError as exc:
+            failed, data = ("unreadable", str(exc)), None
+        else:
+            if data is None:
+                failed = ("too_large", "")
+            else:
+                digest = hashlib.sha256(data).digest()
+        if data is not None:
+            _rel, fc, info = process_file((rel, data, profile, True))
+            chunks = _pack_chunks(fc)
+            return (
+                rel,
+                None,
+                digest,
+                chunks,
+                _model_record(info, profile, root),
+                sha_hex(data) if modelled else None,
+            )
+    if not modelled:
+        return rel, failed, None, None, None, None
+    try:  # a module file the index leaves out (or could not take)
+        raw = b"" if rel.endswith((".so", ".pyd")) else path.read_bytes()
+    except OSError:
+        return rel, failed, None, None, None, None
+    _rel, _fc, info = process_file((rel, raw, profile, False))
+    return rel, failed, None, None, _model_record(info, profile, root), sha_hex(raw)
+
+
+def _model_record(
+    info: ModuleInfo | None, profile: Profile, root: Path
+) -> bytes | None:
+    """The file's ``"rel": {...}`` entry of ``package_model.json``, made by
+    the model itself (``add_module`` may still re-read Cython includes)."""
+    if info is None:
+        return None
+    one = PackageModel(profile.package, root)
+    one.add_module(info)
+    ((rel, d),) = one.to_dict()["files"].items()
+    return f"{_ENCODE_MODEL(rel)}: {_ENCODE_MODEL(d)}".encode()
+
+
+def _pack_chunks(fc: FileChunks) -> PackedChunks:
+    chunks: list[Chunk] = fc.chunks
+    counts = fc.counts or []
+    lines = [c.json_line() for c in chunks]
+    keys = list(chain.from_iterable(counts))
+    local = {t: i for i, t in enumerate(dict.fromkeys(keys))}
+    return (
+        fc.error,
+        b"".join(lines),
+        array("q", map(len, lines)),
+        [c.id for c in chunks],
+        [c.source_path for c in chunks],
+        [c.kind for c in chunks],
+        [c.symbol for c in chunks],
+        [c.workflow for c in chunks],
+        array("h", [c.priority for c in chunks]),
+        array("i", [c.line_start or 0 for c in chunks]),
+        array("i", [c.line_end or 0 for c in chunks]),
+        "\n".join(local),
+        array("i", map(len, counts)),
+        array("i", map(local.__getitem__, keys)),
+        array("i", chain.from_iterable(c.values() for c in counts)),
+    )
+
+
+class ModelWriter:
+    """Writes ``package_model.json`` file by file, in path order, byte for
+    byte what :func:`save_model` writes for the same model (a test holds
+    them equal), from the workers' :data:`PackedFile` model records."""
+
+    def __init__(self, fh: BinaryIO, package: str) -> None:
+        self.fh = fh
+        doc = PackageModel(package, None).to_dict()
+        keys = list(doc)
+        cut = keys.index("files")
+        self._after = keys[cut + 1 :]
+        self._doc = doc
+        self.dirs: set[str] = set()
+        self.n_files = 0
+        fh.write(b'{"model": {')
+        for i, key in enumerate(keys[:cut]):
+            fh.write(f"{', ' if i else ''}{_ENCODE_MODEL(key)}: ".encode())
+            fh.write(_ENCODE_MODEL(doc[key]).encode())
+        fh.write(f"{', ' if cut else ''}{_ENCODE_MODEL('files')}: {{".encode())
+
+    def add(self, rel: str, record: bytes) -> None:
+        """The next module file (callers go in path order)."""
+        if self.n_files:
+            self.fh.write(b", ")
+        self.fh.write(record)
+        self.n_files += 1
+        parent = rel.rpartition("/")[0]
+        while parent:  # what PackageModel.add_module records
+            self.dirs.add(parent)
+            parent = parent.rpartition("/")[0]
+
+    def finish(self, shas: dict[str, str]) -> None:
+        """Close the document: the remaining model keys, then the hashes."""
+        fh = self.fh
+        fh.write(b"}")
+        for key in self._after:
+            value = sorted(self.dirs) if key == "dirs" else self._doc[key]
+            fh.write(f", {_ENCODE_MODEL(key)}: {_ENCODE_MODEL(value)}".encode())
+        fh.write(f'}}, "shas": {_ENCODE_MODEL(shas)}}}'.encode())
 
 
 def sha_hex(data: bytes) -> str:

@@ -11,24 +11,31 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_open", "atomic_write", "atomic_write_bytes", "atomic_write_text"]
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Replace *path* with what ``write(fh)`` writes to a binary file handle.
+@contextmanager
+def atomic_open(path: Path) -> Iterator[BinaryIO]:
+    """A binary file handle whose content replaces *path* when the block ends
+    normally (flushed, synced, renamed); on any exception the temp file is
+    removed and *path* is untouched.
 
-    The temp file sits next to *path* (same file system, so the rename is
-    atomic) and is named ``.<name>.*`` so directory listings skip it.
+    For writers that produce a file piece by piece over a long operation (a
+    streamed build writes ``chunks.jsonl`` while its workers still parse),
+    so the whole content never has to exist in memory at once. The temp file
+    sits next to *path* (same file system, so the rename is atomic) and is
+    named ``.<name>.*`` so directory listings skip it.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
-            write(fh)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -38,6 +45,13 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         except OSError:
             pass
         raise
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Replace *path* with what ``write(fh)`` writes to a binary file handle
+    (:func:`atomic_open` for a writer that is one call)."""
+    with atomic_open(path) as fh:
+        write(fh)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

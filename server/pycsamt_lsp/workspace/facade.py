@@ -14,7 +14,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,18 +42,27 @@ from pycsamt_lsp.errors import BuildCancelled, QueryError
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.store import (
+    ChunkWriter,
     IndexLoadError,
     default_index_dir,
     load_snapshot,
     save_snapshot,
+    writable,
 )
-from pycsamt_lsp.index.workers import main_script_hidden
+from pycsamt_lsp.index.workers import main_script_hidden, plan_batches, pool_context
 from pycsamt_lsp.model.package import PackageModel
 from pycsamt_lsp.model.state import (
+    MODEL_FILE,
+    BuildJob,
+    ModelWriter,
+    PackedFile,
+    module_files,
+    pack_batch,
     process_file,
 )
 from pycsamt_lsp.search.dense.service import DenseService
 from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
+from pycsamt_lsp.storage.atomic import atomic_open
 from pycsamt_lsp.storage.cleanup import remove_stale_temps
 from pycsamt_lsp.workspace.isolated import ChildBuild
 from pycsamt_lsp.workspace.model import ModelService, ModelUpdate
@@ -70,6 +79,20 @@ Progress = Callable[[int, str], None]
 _PARALLEL_MIN_FILES = 200
 
 
+def _in_order(
+    batches: list[list[int]], outs: Iterable[list[PackedFile]]
+) -> Iterator[PackedFile]:
+    """Results of *batches* (lists of job positions) in position order."""
+    waiting: dict[int, PackedFile] = {}
+    nxt = 0
+    for batch, out in zip(batches, outs, strict=True):
+        waiting.update(zip(batch, out, strict=True))
+        while nxt in waiting:
+            yield waiting.pop(nxt)
+            nxt += 1
+    yield from (waiting.pop(i) for i in sorted(waiting))
+
+
 @dataclass
 class _State:
     #: snapshot and ranking arrays, swapped together in one assignment
@@ -79,6 +102,9 @@ class _State:
     last_reason: str = ""
     manifest: dict[str, Any] = field(default_factory=dict)
     dirty: bool = False
+    #: a streamed build persisted an index nobody has loaded yet: the first
+    #: reader loads it (a one-shot ``pycsamt-lsp build`` never does)
+    on_disk: bool = False
 
 
 class Workspace:
@@ -136,17 +162,43 @@ class Workspace:
     def published(self) -> Published | None:
         """The published snapshot and its ranking arrays, one consistent pair
         (None before the first build or load). Take it once per request."""
-        return self._state.published
+        pub = self._state.published
+        if pub is None and self._state.on_disk:
+            return self._load_built()
+        return pub
+
+    def _load_built(self) -> Published | None:
+        """Publish the index a streamed build persisted (first reader)."""
+        with self._lock:
+            st = self._state
+            if st.published is None and st.on_disk:
+                st.on_disk = False
+                try:
+                    snap, _ = load_snapshot(
+                        self.index_dir, profile_name=self.profile.name
+                    )
+                except IndexLoadError as exc:
+                    log.warning("the index just built does not load (%s)", exc)
+                    self.build()
+                else:
+                    st.published = Published.of(snap)
+                    st.loaded_from = "build"
+            return st.published
+
+    @property
+    def persisted(self) -> bool:
+        """Whether the index and the package model held are the ones on disk."""
+        return not (self._state.dirty or self.package_model.dirty)
 
     @property
     def snapshot(self) -> Snapshot | None:
         """The published snapshot (None before the first build or load)."""
-        pub = self._state.published
+        pub = self.published
         return pub.snapshot if pub is not None else None
 
     def require_published(self) -> Published:
         """The published state; :class:`QueryError` when nothing is built yet."""
-        pub = self._state.published
+        pub = self.published
         if pub is None:
             raise QueryError("the index is not built yet")
         return pub
@@ -164,6 +216,7 @@ class Workspace:
     def _publish(self, snap: Snapshot, how: str) -> None:
         st = self._state
         old = st.published
+        st.on_disk = False
         if how == "update" and old is not None:
             st.published = old.extended(snap)  # updates only append slots
         else:
@@ -294,9 +347,143 @@ class Workspace:
             if report is not None:
                 return report
         with self._lock:
-            report = self.build(progress)
-            self.persist()
+            report = self._build_streamed(progress)
+            if report is None:  # the index folder cannot be written
+                report = self.build(progress)
+                self.persist()  # logs why it could not
             return report
+
+    def _build_streamed(self, progress: Progress | None) -> dict[str, Any] | None:
+        """Build and persist in one pass (``rebuild``); None when the index
+        folder is not writable.
+
+        The workers read, chunk, tokenize and model the files and send back
+        final bytes (``model.state.pack_batch``); this process writes them
+        into the index files in path order as they arrive (``ChunkWriter``,
+        ``ModelWriter``), so the end of the build is not a long serial tail
+        and no moment holds every file's bytes or every chunk's text. The
+        result is byte for byte what :meth:`build` + :meth:`persist` write
+        (tests hold them equal). The snapshot is loaded from the written
+        files by its first reader (a server, a query after the build); a
+        one-shot ``pycsamt-lsp build`` never pays for that.
+        """
+        if not writable(self.index_dir):
+            return None
+        with self._lock, heap.paused_gc():
+            t0 = time.perf_counter()
+            if progress:
+                progress(0, f"scanning {self.root}")
+            refused: dict[str, str] = {}  # not regular, outside, bad names
+            listed = dict(iter_corpus_files(self.root, self.profile, refused))
+            modules = module_files(self.root, self.profile.package)
+            rels = sorted(listed.keys() | modules.keys())
+            jobs: list[BuildJob] = [
+                (
+                    rel,
+                    str(listed.get(rel) or modules[rel]),
+                    rel in listed,
+                    rel in modules,
+                )
+                for rel in rels
+            ]
+            listed_pos = {rel: i for i, rel in enumerate(listed)}
+            errors: dict[str, str] = {}
+            failed: dict[str, list[str]] = {"too_large": [], "unreadable": []}
+            digests: dict[str, bytes] = {}
+            model_shas: dict[str, str] = {}
+            total = max(len(jobs), 1)
+            with (
+                atomic_open(self.index_dir / "chunks.jsonl") as chunks_fh,
+                atomic_open(self.index_dir / MODEL_FILE) as model_fh,
+            ):
+                writer = ChunkWriter(chunks_fh)
+                models = ModelWriter(model_fh, self.profile.package)
+                for i, packed in enumerate(self._packed_in_order(jobs)):
+                    rel, failure, digest, chunks, record, model_sha = packed
+                    if failure is not None:
+                        why, message = failure
+                        if message:
+                            log.info("skipped unreadable %s: %s", rel, message)
+                        failed[why].append(rel)
+                    if chunks is not None and digest is not None:
+                        if chunks[0]:
+                            log.info("skipped %s: %s", rel, chunks[0])
+                            errors[rel] = chunks[0]
+                        digests[rel] = digest
+                        writer.add(rel, digest.hex(), chunks)
+                    if record is not None:
+                        models.add(rel, record)
+                    if model_sha is not None:
+                        model_shas[rel] = model_sha
+                    if progress and (i % 50 == 0 or i == total - 1):
+                        progress(
+                            5 + int(80 * (i + 1) / total),
+                            f"parsed {i + 1}/{total} files",
+                        )
+                models.finish({r: model_shas[r] for r in modules if r in model_shas})
+            if progress:
+                progress(88, "writing the BM25 index")
+            skipped = errors
+            for rel in sorted(failed["too_large"], key=listed_pos.__getitem__):
+                skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
+            for rel in sorted(failed["unreadable"], key=listed_pos.__getitem__):
+                skipped[rel] = "unreadable"
+            skipped.update(refused)
+            fp = fingerprint(digests)
+            manifest = writer.finish(
+                self.index_dir, fp, skipped, self._manifest_extra()
+            )
+            st = self._state
+            st.manifest = manifest
+            st.published, st.on_disk, st.dirty = None, True, False
+            st.builds += 1
+            st.loaded_from = "build"
+            st.last_reason = "full build"
+            self.package_model.forget()  # persisted: loaded on first use
+            self.package_model.dirty = False
+            report = {
+                "action": "build",
+                "n_chunks": writer.n_chunks,
+                "n_files": len(writer.files),
+                "skipped": len(skipped),
+                "fingerprint": fp,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+        if self.long_lived or self.listeners:
+            pub = self.published  # load now, and tell the listeners
+            if pub is not None:
+                self._notify(pub.snapshot)
+            if self.long_lived:
+                heap.freeze()
+                heap.compact()
+        return report
+
+    def _packed_in_order(self, jobs: list[BuildJob]) -> Iterator[PackedFile]:
+        """``pack_batch`` over *jobs*, results yielded in job order.
+
+        Large files go first, each alone, so the workers finish together
+        (the longest parse does not start last); the rest follow in path
+        order in batches of about the same number of bytes. Results that
+        arrive before their turn wait here, already compact.
+        """
+        sizes = []
+        for _rel, path, _i, _m in jobs:
+            try:
+                sizes.append(os.stat(path).st_size)
+            except OSError:
+                sizes.append(0)
+        batches = plan_batches(sizes, self.workers)
+        args = [(self.profile, str(self.root), [jobs[i] for i in b]) for b in batches]
+        if self.workers > 1 and len(jobs) >= _PARALLEL_MIN_FILES:
+            ctx = pool_context()
+            with ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=heap.no_gc
+            ) as pool:
+                with main_script_hidden():  # the workers start in map's submits
+                    outs = pool.map(pack_batch, args)
+                yield from _in_order(batches, outs)
+        else:
+            yield from _in_order(batches, map(pack_batch, args))
 
     def _build_isolated(self, progress: Progress | None) -> dict[str, Any] | None:
         """:meth:`rebuild` in a child process; None when that failed."""
@@ -583,7 +770,7 @@ class Workspace:
     def _update_model(self, updates: list[ModelUpdate], *, notify: bool = True) -> bool:
         if not self.package_model.update(updates):
             return False
-        pub = self._state.published
+        pub = self.published
         if notify and pub is not None:
             self._notify(pub.snapshot)
         return True
@@ -601,7 +788,7 @@ class Workspace:
         and its re-export count once; the shorter public path is shown. The
         score is reciprocal-rank fusion of the two orders.
         """
-        pub, model = self._state.published, self.package_model.model
+        pub, model = self.published, self.package_model.model
         if pub is None or model is None:
             return candidates
         snap, aux = pub.snapshot, pub.aux

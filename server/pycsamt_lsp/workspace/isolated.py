@@ -24,9 +24,10 @@ __all__ = ["ChildBuild", "WorkspaceFactory"]
 
 
 class _Buildable(Protocol):
-    def build(self, progress: Callable[[int, str], None]) -> dict[str, Any]: ...
+    def rebuild(self, progress: Callable[[int, str], None]) -> dict[str, Any]: ...
 
-    def persist(self) -> dict[str, Any] | None: ...
+    @property
+    def persisted(self) -> bool: ...
 
 
 #: ``factory(root, profile, index_dir=..., workers=...)``: the workspace
@@ -55,8 +56,8 @@ def _child_main(
 
     try:
         ws = factory(root, profile, index_dir=index_dir, workers=workers)
-        report = ws.build(send)
-        if ws.persist() is None:
+        report = ws.rebuild(send)  # built and persisted in one streamed pass
+        if not ws.persisted:
             conn.send(("error", f"could not write the index to {index_dir}"))
         else:
             conn.send(("done", report))
