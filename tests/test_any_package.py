@@ -261,23 +261,41 @@ def test_headers_only_package_unbuilt_and_built(tmp_path):
     }, res
 
 
-def test_module_level_locals_write_opens_the_namespace(tmp_path):
-    """``locals()[name] = ...`` at module level writes the module's globals
-    (requests/packages.py binds urllib3 and idna so in a loop): names are
-    unknown there, while ``locals()`` inside a function changes nothing."""
+def test_vendored_aliases_through_locals_and_sys_modules(tmp_path):
+    """requests/packages.py's shape: ``locals()[name] = __import__(name)`` in
+    a loop over literal names binds those names (at module level
+    ``locals()`` is ``globals()``); ``sys.modules[f"pkg.packages.{mod}"] =
+    ...`` may register any module under that prefix, so those imports
+    (``from requests.packages.urllib3.exceptions import ...``, a common
+    idiom) are unknown, never errors. ``locals()`` in a function binds
+    nothing."""
     root = tree(
         tmp_path / "site",
         {
             "pkg/__init__.py": "",
-            "pkg/packages.py": "for name in ('alpha', 'beta'):\n"
-            "    locals()[name] = __import__(name)\n",
+            "pkg/packages.py": "import sys\n"
+            "for name in ('alpha', 'beta'):\n"
+            "    locals()[name] = __import__(name)\n"
+            "    for mod in list(sys.modules):\n"
+            "        if mod == name or mod.startswith(name + '.'):\n"
+            "            sys.modules[f'pkg.packages.{mod}'] = sys.modules[mod]\n",
             "pkg/plain.py": "def f(k):\n    locals()[k] = 1\n",
         },
     )
-    code, res = validate(root, "from pkg.packages import alpha\n")
-    assert code == 0 and warned_about(res, "alpha"), res
-    _, res = validate(root, "from pkg.plain import alpha\n")
-    assert errors_about(res, "alpha") == {"alpha": True}, res
+    code, res = validate(
+        root,
+        "from pkg.packages import alpha, beta\n"
+        "import pkg.packages.alpha.sub\n"
+        "from pkg.packages.beta.errors import Oops\n",
+    )
+    assert code == 0 and res["errors"] == [], res
+    assert "pkg.packages.alpha" in res["checked"], res
+    assert warned_about(res, "pkg.packages.alpha.sub"), res
+    _, res = validate(root, "from pkg.plain import alpha\nimport pkg.elsewhere.x\n")
+    assert errors_about(res, "alpha", "pkg.elsewhere") == {
+        "alpha": True,
+        "pkg.elsewhere": True,
+    }, res
 
 
 def test_stubs_package_alone(tmp_path):

@@ -106,10 +106,11 @@ PACKAGES: dict[str, PkgSpec] = {
         version="2.33.1",
         shape=(
             "PEP 561 stub-only package: types-requests installs requests-stubs/ "
-            "(.pyi only), alone and beside the pure-Python wheel"
+            "(.pyi only), alone and beside the pure-Python wheel; "
+            "requests.packages fills its namespace and sys.modules in loops"
         ),
         stubs="types-requests==2.33.0.20261030",
-        variants=("stubs", "installed+stubs"),
+        variants=("installed", "stubs", "installed+stubs"),
     ),
 }
 

@@ -31,14 +31,12 @@ _READONLY_GLOBALS_WRAPPERS = frozenset(
 )
 
 
-_GLOBAL_RE = re.compile(
-    rb"^[ \t]*global[ \t]+[A-Za-z_]|\bglobals\s*\(|\b(?:locals|vars)\s*\(\s*\)\s*\[",
-    re.MULTILINE,
-)
+_GLOBAL_RE = re.compile(rb"^[ \t]*global[ \t]+[A-Za-z_]|\bglobals\s*\(", re.MULTILINE)
 
 
 def _is_locals_call(node: ast.AST) -> bool:
-    """``locals()`` / ``vars()``: the module's namespace at module level."""
+    """``locals()`` / ``vars()``: the module's own namespace when written at
+    module level (``extract._target`` treats it as ``globals()`` there)."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -211,9 +209,6 @@ class _DynamicScans:
                 if i == len(hits) or hits[i] > last:
                     continue
             in_getattr = top is self.getattr_node
-            module_level = not isinstance(
-                top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-            )
             calls: list[ast.Call] = []
             handled: set[int] = set()
             for node in ast.walk(top):
@@ -247,17 +242,6 @@ class _DynamicScans:
                     # ``globals()["_x"]`` / ``globals().get(name)``: a read of
                     # the module's own names (deprecation shims return one)
                     handled.add(id(node.value))
-                elif (
-                    module_level
-                    and isinstance(node, ast.Subscript)
-                    and isinstance(node.ctx, ast.Store)
-                    and _is_locals_call(node.value)
-                ):
-                    # ``locals()[name] = ...`` at module level writes globals
-                    # (requests.packages binds urllib3/idna in a loop)
-                    info.open_reason = info.open_reason or (
-                        f"writes to locals() at line {node.lineno}"
-                    )
                 elif isinstance(node, (ast.Assign, ast.AugAssign)) and not isinstance(
                     top, (ast.Assign, ast.For, ast.AsyncFor, ast.If, ast.Try, ast.With)
                 ):

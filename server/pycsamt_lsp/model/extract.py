@@ -20,7 +20,7 @@ from typing import Any
 
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular
 from pycsamt_lsp.index.heap import paused_gc
-from pycsamt_lsp.model.dynamic import _DynamicScans, _is_globals_call
+from pycsamt_lsp.model.dynamic import _DynamicScans, _is_globals_call, _is_locals_call
 from pycsamt_lsp.model.facts import (
     _DATACLASS_DECORATORS,
     _NEUTRAL_CLASS_DECORATORS,
@@ -216,6 +216,19 @@ class ModuleInfo:
         return cls(**d)
 
 
+def _literal_prefix(node: ast.AST) -> str:
+    """The literal start of an f-string or ``"a." + x`` key, else ``""``."""
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            return node.left.value
+        return _literal_prefix(node.left)
+    return ""
+
+
 class _ModuleExtractor(_DynamicScans):
     """One pass over the module-level statements (plus targeted walks)."""
 
@@ -369,7 +382,8 @@ class _ModuleExtractor(_DynamicScans):
         elif isinstance(t, ast.Starred):
             self._target(t.value, st, cond, loop_env)
         elif isinstance(t, ast.Subscript):
-            if _is_globals_call(t.value):
+            # module level: ``locals()`` is ``globals()`` (requests.packages)
+            if _is_globals_call(t.value) or _is_locals_call(t.value):
                 self.handled_globals.add(id(t.value))
                 keys = self._key_strings(t.slice, loop_env)
                 if keys is None:
@@ -385,6 +399,10 @@ class _ModuleExtractor(_DynamicScans):
                         info.open_reason = (
                             f"replaces itself in sys.modules at line {st.lineno}"
                         )
+                    elif prefix := _literal_prefix(t.slice):
+                        # ``f"pkg.vendored.{mod}"``: any module under it may
+                        # be registered (a trailing ``*`` marks a prefix)
+                        info.registered_modules.append(prefix + "*")
                 else:
                     info.registered_modules.extend(keys)
         elif isinstance(t, ast.Attribute):

@@ -183,12 +183,11 @@ class _ResolverBase:
                 failed_at=0,
             )
         mods = self.modules
-        registered = self._registered_modules()
         for i in range(len(parts)):
             name = ".".join(parts[: i + 1])
             if name in mods:
                 continue
-            if name in registered:
+            if self._is_registered(name):
                 return Resolution(
                     dotted,
                     UNKNOWN,
@@ -298,6 +297,18 @@ class _ResolverBase:
             }
         return self._registered
 
+    def _is_registered(self, name: str) -> bool:
+        """True when *name* is put in ``sys.modules`` at import time: a
+        literal key, or a key with a literal prefix (``"p.vendored.*"``, from
+        ``sys.modules[f"p.vendored.{mod}"] = ...``)."""
+        reg = self._registered_modules()
+        if name in reg:
+            return True
+        return any(
+            r.endswith("*") and name.startswith(r[:-1]) and len(name) >= len(r)
+            for r in reg
+        )
+
     def _found(self, dotted: str, ref: _Ref) -> Resolution:
         path, line = self._location(ref)
         return Resolution(
@@ -379,20 +390,17 @@ class _ResolverBase:
             return _Fail(UNKNOWN, "cycle", f"re-export cycle through '{mod}.{name}'")
         seen = seen | {(mod, name)}
         step = self._info_attr(info, mod, name, seen)
-        if (
-            isinstance(step, _Fail)
-            and step.status == ABSENT
-            and in_stubs_package(info.rel, self.package)
-        ):
+        if isinstance(step, _Fail) and in_stubs_package(info.rel, self.package):
             # A ``pkg-stubs`` stub is a third party's description of the
             # module, and such stubs leave out what is not public API (the
             # modules it imports, version strings...): what the module's own
             # files bind is real all the same, and without them the stub
             # cannot prove a name absent.
             runtime = self._runtime_beside_stub(info)
-            if runtime is not None:
-                return self._info_attr(runtime, mod, name, seen)
-            return _stub_only(mod, name)
+            if runtime is None:
+                return step if step.status == UNKNOWN else _stub_only(mod, name)
+            got = self._info_attr(runtime, mod, name, seen)
+            return got if isinstance(got, _Ref) or step.status == ABSENT else step
         return step
 
     def _runtime_beside_stub(self, info: ModuleInfo) -> ModuleInfo | None:
@@ -477,7 +485,7 @@ class _ResolverBase:
             )
         if uncertain is not None:
             return uncertain
-        if sub in self._registered_modules():
+        if self._is_registered(sub):
             return _Fail(
                 UNKNOWN,
                 "registered-module",
