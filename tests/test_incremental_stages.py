@@ -110,7 +110,7 @@ BASE = [
 
 
 def assert_same(a: StageAux, b: StageAux, snap: Snapshot) -> None:
-    for name in ("code", "prose", "module_doc", "workflow", "alive"):
+    for name in ("code", "prose", "module_doc", "workflow", "alive", "mod_of"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), name)
     assert a.module_children.keys() == b.module_children.keys()
     for k in a.module_children:

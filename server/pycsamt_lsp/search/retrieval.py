@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +77,10 @@ class RankAux:
     symbol_slots: Mapping[str, np.ndarray]
     #: arrays of the ranking stages after the seed's composition (stages.py)
     stages: StageAux
+    #: the first 3 characters of every leaf, and the longest leaf: a query
+    #: substring can only be a leaf when it starts like one and is no longer
+    leaf_heads: frozenset[str] = frozenset()
+    leaf_max: int = 0
 
     @classmethod
     def of(cls, snap: Snapshot) -> RankAux:
@@ -115,6 +119,8 @@ class RankAux:
             leaf_slots={k: np.array(v, np.int64) for k, v in leaves.items()},
             symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
             stages=StageAux.of(snap),
+            leaf_heads=frozenset(x[:3] for x in leaves),
+            leaf_max=max(map(len, leaves), default=0),
         )
 
     def extended(self, snap: Snapshot, start: int) -> RankAux:
@@ -181,6 +187,8 @@ class RankAux:
             leaf_slots=leaves,
             symbol_slots=symbols,
             stages=self.stages.updated(snap),
+            leaf_heads=self.leaf_heads | {x[:3] for x in leaf_keys},
+            leaf_max=max(self.leaf_max, max(map(len, leaf_keys), default=0)),
         )
 
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:
@@ -193,17 +201,25 @@ class RankAux:
         return [hit for _, hit in self.leaf_matches(query_lower)]
 
     def leaf_matches(self, query_lower: str) -> list[tuple[str, np.ndarray]]:
-        """:meth:`leaves_in` with the leaf that matched, per group of slots."""
+        """:meth:`leaves_in` with the leaf that matched, per group of slots.
+
+        In the order of the substrings (run, start, end), each leaf once; a
+        start whose first 3 characters begin no leaf is skipped whole, and no
+        substring is longer than the longest leaf.
+        """
         found: list[tuple[str, np.ndarray]] = []
         seen: set[str] = set()
+        heads, longest, slots = self.leaf_heads, self.leaf_max, self.leaf_slots
         for run in _IDENT_RUN.findall(query_lower):
             n = len(run)
-            for i in range(n):
-                for j in range(i + 3, n + 1):
+            for i in range(n - 2):
+                if run[i : i + 3] not in heads:
+                    continue
+                for j in range(i + 3, min(n, i + longest) + 1):
                     sub = run[i:j]
                     if sub not in seen:
                         seen.add(sub)
-                        hit = self.leaf_slots.get(sub)
+                        hit = slots.get(sub)
                         if hit is not None:
                             found.append((sub, hit))
         return found
@@ -254,7 +270,8 @@ def search(
     ranking and the scores are the seed's; only the selection is diversified).
     """
     bm25 = snap.bm25
-    base = bm25.scores(tokenize(query))
+    tokens = tokenize(query)
+    base = bm25.scores(tokens)
     exp_terms = [] if "expansion" in disable else profile.expand(query)
     if exp_terms:
         base = base + EXPANSION_WEIGHT * bm25.scores(exp_terms)
@@ -311,25 +328,62 @@ def search(
         if wf is not None and wf in aux.wf_ids
         else None
     )
-    s = apply_stages(snap, aux.stages, query, idx, base[idx], s, disable, depth, mine)
+    s = apply_stages(
+        snap, aux.stages, query, idx, base[idx], s, disable, depth, mine, tokens
+    )
     info["n_candidates"] = len(idx)
     if depth < len(s):
         kth = np.partition(-s, depth - 1)[depth - 1] if depth else -np.inf
         keep = np.flatnonzero(-s <= kth)  # ties at the boundary stay in the race
     else:
         keep = np.arange(len(s))
-    ids = snap.table.ids
-    order = sorted(keep.tolist(), key=lambda j: (-s[j], ids[idx[j]]))
+    order = _ranked(keep, s, idx, snap.table.ids)
     if per_file:
+        slots = idx[order].tolist()
+        paths = snap.table.paths
         order = diversify(
             order,
-            [snap.table.paths[idx[j]] for j in order],
+            [paths[x] for x in slots],
             aux.stages.prose[idx[order]].tolist(),
             per_file,
             k,
             split="file_cap" not in disable,
         )
-    return [Hit(int(idx[j]), float(s[j])) for j in order[:k]], info
+    top = np.array(order[:k], np.int64)
+    return [
+        Hit(slot, score)
+        for slot, score in zip(idx[top].tolist(), s[top].tolist(), strict=True)
+    ], info
+
+
+def _ranked(
+    keep: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]
+) -> list[int]:
+    """Positions *keep* by descending score *s*, ties by ascending chunk id.
+
+    One stable argsort; only runs of equal scores (duplicated chunks) are
+    re-sorted by id in Python.
+    """
+    vals = s[keep]
+    o = np.argsort(-vals, kind="stable")
+    order = keep[o]
+    v = vals[o]
+    ties = np.flatnonzero(v[1:] == v[:-1])
+    out = order.tolist()
+    if len(ties):
+        slots = idx[order].tolist()
+        a = 0
+        tied = set(ties.tolist())
+        n = len(out)
+        while a < n:
+            b = a + 1
+            while b < n and (b - 1) in tied:
+                b += 1
+            if b - a > 1:
+                seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
+                out[a:b] = [int(order[x]) for x in seg]
+            a = b
+    return out
 
 
 def snippet_of(text: str, limit: int = 240) -> str:

@@ -122,6 +122,9 @@ _NAME = re.compile(r"[A-Za-z_][\w.]*+")
 
 
 _QUERY_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: an identifier typed as code: an underscore or digit anywhere, or a capital
+#: after its first character (the words are ASCII, see _QUERY_IDENT)
+_TYPED = re.compile(r"[_0-9]|.[A-Z]")
 
 
 def symbol_specific(
@@ -138,13 +141,7 @@ def symbol_specific(
     over all slots; a leaf is specific when the query has it as a whole
     identifier that is plainly code (underscore, digit or inner capital).
     """
-    specific = {
-        w.lower()
-        for w in _QUERY_IDENT.findall(query)
-        if "_" in w
-        or any(ch.isdigit() for ch in w)
-        or any(ch.isupper() for ch in w[1:])
-    }
+    specific = {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
     undo = boosted[idx]
     if specific:
         keep = np.zeros(len(boosted), bool)
@@ -181,6 +178,8 @@ class StageAux:
     module_doc: np.ndarray  # bool
     workflow: np.ndarray  # bool: the chunk has a workflow
     module_children: Mapping[int, np.ndarray]  # module_doc slot -> symbol slots
+    #: the inverse: slot -> the module_doc slot it is a child of, or -1
+    mod_of: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     #: module name -> its live module_doc slots / its live top-level symbol
     #: slots (ascending); what an update needs to redo ``module_children``
@@ -214,13 +213,18 @@ class StageAux:
                 kids.setdefault(sym.rpartition(".")[0], []).append(slot)
         mods = {k: tuple(v) for k, v in mod_slots.items()}
         children = {k: tuple(v) for k, v in kids.items()}
+        module_children = _children(mods, children, mods)
+        mod_of = np.full(n, -1, np.int64)
+        for parent, slots in module_children.items():
+            mod_of[slots] = parent
         return cls(
             names=NameField.build(t.symbols, t.kinds, alive),
             code=code,
             prose=prose,
             module_doc=module_doc,
             workflow=np.array([w is not None for w in t.workflows], bool) & alive,
-            module_children=_children(mods, children, mods),
+            module_children=module_children,
+            mod_of=mod_of,
             alive=alive,
             mod_slots=mods,
             kids=children,
@@ -279,10 +283,15 @@ class StageAux:
                     group.pop(key, None)
         touched = moved[0].keys() | moved[1].keys()
         children = dict(self.module_children)
+        mod_of = np.concatenate((self.mod_of, np.full(n - n_old, -1, np.int64)))
         for name in touched:
             for slot in self.mod_slots.get(name, ()):
                 children.pop(slot, None)
-        children.update(_children(mods, kids, touched))
+            mod_of[list(self.kids.get(name, ()))] = -1
+        fresh = _children(mods, kids, touched)
+        for parent, slots in fresh.items():
+            mod_of[slots] = parent
+        children.update(fresh)
         resolver = self._names
         out = StageAux(
             names=self.names.updated(t.symbols, t.kinds, drop.tolist(), n_old),
@@ -291,6 +300,7 @@ class StageAux:
             module_doc=module_doc,
             workflow=workflow,
             module_children=children,
+            mod_of=mod_of,
             alive=alive,
             mod_slots=mods,
             kids=kids,
@@ -485,6 +495,7 @@ def apply_stages(
     disable: Collection[str],
     depth: int = 0,
     in_workflow: np.ndarray | None = None,
+    tokens: Sequence[str] | None = None,
 ) -> np.ndarray:
     """The candidates' scores after every enabled stage (*s* is the seed's).
 
@@ -494,16 +505,30 @@ def apply_stages(
     *depth*); the rest keep their seed score, scaled like prose when they are
     prose, so nothing outside the pool can overtake what the stages demoted.
     *in_workflow* (aligned with *idx*) marks the chunks of the query's
-    workflow, for ``workflow_keep``.
+    workflow, for ``workflow_keep``; *tokens* are the query's (tokenized
+    again when not given).
+
+    Per query the cost is numpy calls on the candidates (a few per stage),
+    not Python work per candidate: each candidate column is gathered once.
     """
     if not len(idx):
         return s
     on = [x for x in _RESCORE if x not in disable]
-    out = _rescore(snap, st, query, idx, base, s, on, depth, PROSE_FACTOR) if on else s
+    prose = st.prose[idx]
+    out = s
+    if on:
+        toks = tokenize(query) if tokens is None else tokens
+        out = _rescore(snap, st, query, toks, idx, base, s, on, depth, prose)
     if "workflow_keep" not in disable:
-        guides = st.prose[idx] & st.workflow[idx]
+        guides = prose & st.workflow[idx]
         out = _keep_one(out, idx, snap.table.ids, in_workflow, guides)
     return out
+
+
+def _kth(s: np.ndarray, n: int) -> float:
+    """The *n*-th largest of *s* (``len(s) >= n``), by one partition."""
+    at = len(s) - n
+    return float(np.partition(s, at)[at])
 
 
 def _keep_one(
@@ -516,7 +541,7 @@ def _keep_one(
     if len(s) <= KEEP_DEPTH:
         return s
     out = s
-    kth = -np.partition(-s, KEEP_DEPTH - 1)[KEEP_DEPTH - 1]
+    kth = _kth(s, KEEP_DEPTH)
     for mine in masks:
         if mine is None or not mine.any() or (mine & (out >= kth)).any():
             continue
@@ -524,7 +549,7 @@ def _keep_one(
         if out is s:
             out = s.copy()
         out[j] = kth * (1.0 + 1e-9)
-        kth = -np.partition(-out, KEEP_DEPTH - 1)[KEEP_DEPTH - 1]
+        kth = _kth(out, KEEP_DEPTH)
     return out
 
 
@@ -532,34 +557,39 @@ def _rescore(
     snap: Snapshot,
     st: StageAux,
     query: str,
+    tokens: Sequence[str],
     idx: np.ndarray,
     base: np.ndarray,
     s: np.ndarray,
     on: Sequence[str],
     depth: int,
-    pf: float,
+    prose: np.ndarray,
 ) -> np.ndarray:
     pool = max(STAGE_POOL, depth)
+    pf = PROSE_FACTOR
     if len(idx) > pool:
-        top = _top(np.arange(len(s)), s, pool)  # sorted, ties included
-        out = s * np.where(st.prose[idx], pf, 1.0) if "code_first" in on else s.copy()
-        out[top] = _stages(snap, st, query, idx[top], base[top], s[top], on, pf)
+        top = np.flatnonzero(s >= _kth(s, pool))  # sorted, ties included
+        out = s * np.where(prose, pf, 1.0) if "code_first" in on else s.copy()
+        out[top] = _stages(
+            snap, st, query, tokens, idx[top], base[top], s[top], on, prose[top]
+        )
         return out
-    return _stages(snap, st, query, idx, base, s, on, pf)
+    return _stages(snap, st, query, tokens, idx, base, s, on, prose)
 
 
 def _stages(
     snap: Snapshot,
     st: StageAux,
     query: str,
+    tokens: Sequence[str],
     idx: np.ndarray,
     base: np.ndarray,
     s: np.ndarray,
     on: Sequence[str],
-    pf: float,
+    prose: np.ndarray,
 ) -> np.ndarray:
     if "field_bm25" in on:
-        names = st.names.scores(tokenize(query), idx)
+        names = st.names.scores(tokens, idx)
         if names.any():
             mult = np.divide(s, base, out=np.zeros_like(s), where=base > 0)
             s = s + FIELD_WEIGHT * names * mult
@@ -572,29 +602,36 @@ def _stages(
     )
     if "inherit" in on or "module_inherit" in on:
         s = _inherit(
-            snap, st, idx, s, "inherit" in on, mods if "module_inherit" in on else None
+            snap,
+            st,
+            idx,
+            s,
+            prose if "inherit" in on else None,
+            mods if "module_inherit" in on else None,
         )
     if "code_first" in on:
-        s = _code_first(st, query, idx, s, pf, mods, snap.table.ids)
+        s = _code_first(query, idx, s, prose, mods, snap.table.ids)
     return s
 
 
 def _module_pairs(
     st: StageAux, idx: np.ndarray, s: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(module position, symbol position)`` pairs of the best modules."""
+    """``(module position, symbol position)`` pairs of the best modules.
+
+    Through ``mod_of`` (each symbol's module docstring slot): one gather and
+    one lookup for all candidates, no loop over the modules' symbols.
+    """
     mods = np.flatnonzero(st.module_doc[idx])
-    owners: list[int] = []
-    groups: list[np.ndarray] = []
-    for j in _top(mods, s, INHERIT_MODULES).tolist() if len(mods) else ():
-        kids = st.module_children.get(int(idx[j]))
-        if kids is not None:
-            owners.append(j)
-            groups.append(kids)
-    if not groups:
+    if not len(mods):
         return None
-    own, pos, _ = _spread(idx, owners, groups, [0.0] * len(owners))
-    return (own, pos) if len(pos) else None
+    chosen = np.zeros(len(st.mod_of) + 1, bool)  # the last: "no module" (-1)
+    chosen[idx[_top(mods, s, INHERIT_MODULES)]] = True
+    parent = st.mod_of[idx]
+    pos = np.flatnonzero(chosen[parent])
+    if not len(pos):
+        return None
+    return np.searchsorted(idx, parent[pos]), pos
 
 
 def _top(js: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
@@ -604,8 +641,7 @@ def _top(js: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
     if len(js) <= n:
         return js
     v = s[js]
-    kth = -np.partition(-v, n - 1)[n - 1]
-    return js[v >= kth]
+    return js[v >= _kth(v, n)]
 
 
 def _best(js: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]) -> int:
@@ -619,22 +655,19 @@ def _best(js: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]) ->
 
 
 def _spread(
-    idx: np.ndarray, owners: list[int], groups: list[np.ndarray], values: list[float]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(owner, candidate, value)`` per grouped slot that is a candidate.
+    idx: np.ndarray, owners: list[int], groups: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(owner, candidate)`` per grouped slot that is a candidate.
 
     *idx* is sorted; one ``searchsorted`` serves all groups (per-group numpy
     calls cost more than the work at these sizes).
     """
     slots = np.concatenate(groups)
-    sizes = [len(g) for g in groups]
-    own = np.repeat(np.array(owners, np.int64), sizes)
-    val = np.repeat(np.array(values), sizes)
-    pos = np.searchsorted(idx, slots)
+    own = np.array(owners, np.int64).repeat([len(g) for g in groups])
+    pos = idx.searchsorted(slots)
     ok = pos < len(idx)
-    pos, own, val, slots = pos[ok], own[ok], val[ok], slots[ok]
-    hit = idx[pos] == slots
-    return own[hit], pos[hit], val[hit]
+    ok[ok] = idx[pos[ok]] == slots[ok]
+    return own[ok], pos[ok]
 
 
 def _inherit(
@@ -642,42 +675,47 @@ def _inherit(
     st: StageAux,
     idx: np.ndarray,
     s: np.ndarray,
-    from_prose: bool,
+    prose: np.ndarray | None,
     mods: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:
+    """*s* plus the largest share any prose (*prose*: its mask, or None when
+    ``inherit`` is off) or module docstring (*mods*) passes to a candidate."""
     owners: list[int] = []
     groups: list[np.ndarray] = []
-    shares: list[float] = []
-    prose = np.flatnonzero(st.prose[idx]) if from_prose else np.zeros(0, np.intp)
-    if len(prose):
-        for j in _top(prose, s, INHERIT_TOP).tolist():
+    js = np.flatnonzero(prose) if prose is not None else ()
+    if len(js):
+        for j in _top(js, s, INHERIT_TOP).tolist():
             named = st.named_by(snap, int(idx[j]))
             if len(named):
                 owners.append(j)
                 groups.append(named)
-                shares.append(INHERIT_SHARE)
-    bonus = np.zeros(len(idx))
+    pos: list[np.ndarray] = []
+    val: list[np.ndarray] = []
     # only candidates get evidence: a chunk must match the query itself
     if groups:
-        own, pos, share = _spread(idx, owners, groups, shares)
-        np.maximum.at(bonus, pos, share * s[own])
+        own, at = _spread(idx, owners, groups)
+        pos.append(at)
+        val.append(INHERIT_SHARE * s[own])
     if mods is not None:
-        np.maximum.at(bonus, mods[1], MODULE_SHARE * s[mods[0]])
+        pos.append(mods[1])
+        val.append(MODULE_SHARE * s[mods[0]])
+    if not pos:
+        return s
+    bonus = np.zeros(len(idx))
+    np.maximum.at(bonus, np.concatenate(pos), np.concatenate(val))
     return s + bonus
 
 
 def _code_first(
-    st: StageAux,
     query: str,
     idx: np.ndarray,
     s: np.ndarray,
-    pf: float,
+    prose: np.ndarray,
     mods: tuple[np.ndarray, np.ndarray] | None,
     ids: Sequence[str],
 ) -> np.ndarray:
-    prose = st.prose[idx]
-    out = s * np.where(prose, pf, 1.0)
-    if prose.any() and is_howto(query):
+    out = s * np.where(prose, PROSE_FACTOR, 1.0)
+    if is_howto(query) and prose.any():
         lead = _best(np.flatnonzero(prose), s, idx, ids)
         out[lead] = s[lead]
     if mods is not None:
