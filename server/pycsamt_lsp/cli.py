@@ -33,7 +33,9 @@ from pycsamt_lsp.corpus.discovery import (
 )
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.errors import CliError, PycsamtError
-from pycsamt_lsp.workspace.facade import Workspace
+
+if typing.TYPE_CHECKING:
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["build_parser", "main"]
 
@@ -207,6 +209,10 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _open(args: argparse.Namespace, *, load: bool = True) -> Workspace:
+    # imported here: ``--help``, ``commands``, ``corpus`` and ``profile`` never
+    # need the engine (issue 18: the CLI's start-up)
+    from pycsamt_lsp.workspace.facade import Workspace
+
     profile = load_profile(args.profile)
     root = discover_root(profile, args.root, workspace=Path.cwd())
     ws = Workspace(

@@ -16,9 +16,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pycsamt_lsp.answer.ask import build_embed, format_ask
-from pycsamt_lsp.answer.context import configure
-from pycsamt_lsp.commands import handlers as h
 from pycsamt_lsp.commands.args import (
     AskArgs,
     EvalArgs,
@@ -29,12 +26,19 @@ from pycsamt_lsp.commands.args import (
     SearchSourceArgs,
     ValidateArgs,
 )
-from pycsamt_lsp.commands.registry import CliSpec, Command, CommandRegistry
+from pycsamt_lsp.commands.registry import CliSpec, Command, CommandRegistry, Lazy
 from pycsamt_lsp.errors import ArgumentError, CliError
 
 __all__ = ["build_registry", "default_registry", "run_command"]
 
 Result = dict[str, Any]
+_H = "pycsamt_lsp.commands.handlers"
+
+
+def _h(name: str) -> Lazy:
+    """A handler or formatter of :mod:`pycsamt_lsp.commands.handlers`,
+    imported when a command first runs (see :class:`Lazy`)."""
+    return Lazy(_H, name)
 
 
 # -- CLI hooks of the commands whose command line differs from their fields ----
@@ -52,6 +56,7 @@ def _build_options(p: argparse.ArgumentParser) -> None:
 
 def _build_finish(args: argparse.Namespace, ws: Any, report: Result) -> Result:
     if args.embed:
+        from pycsamt_lsp.answer.ask import build_embed
         from pycsamt_lsp.search.dense.progress import stderr_progress
 
         report["embeddings"] = build_embed(ws, args.embed, progress=stderr_progress())
@@ -108,6 +113,8 @@ def _ask_prepare(args: argparse.Namespace, ws: Any) -> None:
     if args.registry:
         changes["registry"] = args.registry
     if changes:
+        from pycsamt_lsp.answer.context import configure
+
         configure(ws, **changes)
 
 
@@ -121,8 +128,8 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.rebuild",
                 NoArgs,
-                h.rebuild,
-                h.format_build,
+                _h("rebuild"),
+                _h("format_build"),
                 title="Rebuild Index",
                 heavy=True,
                 cli=CliSpec(
@@ -136,24 +143,24 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.stats",
                 NoArgs,
-                h.stats,
-                h.format_stats,
+                _h("stats"),
+                _h("format_stats"),
                 title="Show Index Stats",
                 cli=CliSpec("stats", help="counts by kind and workflow of the index"),
             ),
             Command(
                 "pycsamt.query",
                 QueryArgs,
-                h.query,
-                h.format_query,
+                _h("query"),
+                _h("format_query"),
                 title="Query",
                 cli=CliSpec("query", help="ranked chunks for a question"),
             ),
             Command(
                 "pycsamt.validate",
                 ValidateArgs,
-                h.validate,
-                h.format_validate,
+                _h("validate"),
+                _h("format_validate"),
                 title="Validate Selection",
                 heavy=True,
                 cli=CliSpec(
@@ -168,8 +175,8 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.searchSource",
                 SearchSourceArgs,
-                h.search,
-                h.format_search,
+                _h("search"),
+                _h("format_search"),
                 title="Search Source",
                 heavy=True,
                 cli=CliSpec(
@@ -181,8 +188,8 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.inspectSymbol",
                 InspectSymbolArgs,
-                h.inspect,
-                h.format_inspect,
+                _h("inspect"),
+                _h("format_inspect"),
                 title="Inspect Symbol",
                 heavy=True,
                 cli=CliSpec(
@@ -194,8 +201,8 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.readSource",
                 ReadSourceArgs,
-                h.read,
-                h.format_read,
+                _h("read"),
+                _h("format_read"),
                 title="Read Source",
                 heavy=True,
                 cli=CliSpec(
@@ -207,8 +214,8 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.eval",
                 EvalArgs,
-                h.run_eval,
-                h.format_eval,
+                _h("run_eval"),
+                _h("format_eval"),
                 title="Run Eval",
                 heavy=True,
                 cli=CliSpec("eval", help="retrieval metrics on the JSONL suites"),
@@ -216,8 +223,8 @@ def build_registry() -> CommandRegistry:
             Command(
                 "pycsamt.ask",
                 AskArgs,
-                h.ask,
-                format_ask,
+                _h("ask"),
+                Lazy("pycsamt_lsp.answer.ask", "format_ask"),
                 title="Ask",
                 heavy=True,
                 cli=CliSpec(

@@ -17,15 +17,12 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp import __version__
-from pycsamt_lsp.analysis.validate import find_problems, validate_generated_code
-from pycsamt_lsp.answer.service import AnswerService
-from pycsamt_lsp.cards.service import CardService
 from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
-from pycsamt_lsp.chunking.pdf import PaperService
 from pycsamt_lsp.corpus.discovery import (
     BUNDLED_PREFIX,
     FileEntry,
@@ -60,13 +57,17 @@ from pycsamt_lsp.model.state import (
     pack_batch,
     process_file,
 )
-from pycsamt_lsp.search.dense.service import DenseService
-from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
 from pycsamt_lsp.storage.atomic import atomic_open
 from pycsamt_lsp.storage.cleanup import remove_stale_temps
 from pycsamt_lsp.workspace.isolated import ChildBuild
 from pycsamt_lsp.workspace.model import ModelService, ModelUpdate
-from pycsamt_lsp.workspace.published import Published
+
+if TYPE_CHECKING:  # imported where used: a build needs none of them
+    from pycsamt_lsp.answer.service import AnswerService
+    from pycsamt_lsp.cards.service import CardService
+    from pycsamt_lsp.chunking.pdf import PaperService
+    from pycsamt_lsp.search.dense.service import DenseService
+    from pycsamt_lsp.workspace.published import Published
 
 __all__ = ["BuildCancelled", "Progress", "QueryError", "Workspace"]
 
@@ -141,20 +142,42 @@ class Workspace:
             workers=self.workers,
             long_lived=long_lived,
         )
-        # -- the services this workspace owns: every cache lives in one of
-        # them, none points back here (a dropped workspace is freed by
-        # reference counting, with all of them)
-        #: ask settings and the survey-line registries (``pycsamt.ask``)
-        self.answers = AnswerService()
-        #: the dense vectors of this index folder and the loaded backends
-        self.dense = DenseService(self.index_dir)
-        #: API cards of the current model, symbol table of the current snapshot
-        self.cards = CardService()
-        #: the papers side index (PDFs under the profile's papers_dir)
-        self.papers = PaperService()
-        # Developer search and evaluations (devsearch/, evals/) keep no
-        # per-workspace state today; a service of theirs that does is added
-        # here the same way (constructed with what it needs, never ``self``).
+        # -- the services this workspace owns (properties below, made on
+        # first use: a build or a one-shot query needs few of them, and
+        # importing them all cost every process ~0.1 s): every cache lives
+        # in one of them, none points back here (a dropped workspace is
+        # freed by reference counting, with all of them). Developer search
+        # and evaluations (devsearch/, evals/) keep no per-workspace state
+        # today; a service of theirs that does is added the same way
+        # (constructed with what it needs, never ``self``).
+
+    @cached_property
+    def answers(self) -> AnswerService:
+        """Ask settings and the survey-line registries (``pycsamt.ask``)."""
+        from pycsamt_lsp.answer.service import AnswerService
+
+        return AnswerService()
+
+    @cached_property
+    def dense(self) -> DenseService:
+        """The dense vectors of this index folder and the loaded backends."""
+        from pycsamt_lsp.search.dense.service import DenseService
+
+        return DenseService(self.index_dir)
+
+    @cached_property
+    def cards(self) -> CardService:
+        """API cards of the current model, symbol table of the current snapshot."""
+        from pycsamt_lsp.cards.service import CardService
+
+        return CardService()
+
+    @cached_property
+    def papers(self) -> PaperService:
+        """The papers side index (PDFs under the profile's papers_dir)."""
+        from pycsamt_lsp.chunking.pdf import PaperService
+
+        return PaperService()
 
     # -- state ---------------------------------------------------------------
 
@@ -181,6 +204,8 @@ class Workspace:
                     log.warning("the index just built does not load (%s)", exc)
                     self.build()
                 else:
+                    from pycsamt_lsp.workspace.published import Published
+
                     st.published = Published.of(snap)
                     st.loaded_from = "build"
             return st.published
@@ -214,6 +239,8 @@ class Workspace:
         return self._state.builds
 
     def _publish(self, snap: Snapshot, how: str) -> None:
+        from pycsamt_lsp.workspace.published import Published
+
         st = self._state
         old = st.published
         st.on_disk = False
@@ -745,6 +772,8 @@ class Workspace:
             # Serve from what was just written: chunk texts then live on disk
             # (read by offset), not in memory. Same content, so no rebuild.
             try:
+                from pycsamt_lsp.workspace.published import Published
+
                 disk, _ = load_snapshot(self.index_dir, profile_name=self.profile.name)
                 st.published = Published.of(disk)
             except IndexLoadError as exc:
@@ -791,6 +820,8 @@ class Workspace:
         pub, model = self.published, self.package_model.model
         if pub is None or model is None:
             return candidates
+        from pycsamt_lsp.search.retrieval import search
+
         snap, aux = pub.snapshot, pub.aux
         leaf = dotted.rsplit(".", 1)[-1]
         words = " ".join(p for p in re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", leaf) if p)
@@ -832,10 +863,14 @@ class Workspace:
 
     def problems(self, code: str) -> list:
         """Import problems of a buffer (validator + retrieval-ranked fixes)."""
+        from pycsamt_lsp.analysis.validate import find_problems
+
         return find_problems(code, self.model, rank=self.rank_candidates)
 
     def validate(self, code: str) -> dict[str, Any]:
         """The seed's ``validate_generated_code`` report against this corpus."""
+        from pycsamt_lsp.analysis.validate import validate_generated_code
+
         return validate_generated_code(code, self.model)
 
     def _manifest_extra(self) -> dict[str, Any]:
@@ -898,6 +933,8 @@ class Workspace:
             raise QueryError(
                 f"unknown workflow {workflow!r}; known: {', '.join(self.profile.workflow_names)}"
             )
+        from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
+
         pub = self.require_published()
         snap, aux = pub.snapshot, pub.aux
         hits, info = search(
