@@ -305,6 +305,10 @@ for m in sorted(mods):
         out[m] = {"ok": True, "names": names}
     except BaseException as e:
         out[m] = {"ok": False, "error": (type(e).__name__ + ": " + str(e))[:200]}
+# modules the package put in sys.modules under its name without a file
+# (vendored aliases such as requests.packages.urllib3): importable too
+reg = sorted(k for k in sys.modules if k.startswith(pkg + ".") and k not in mods)
+out["__registered__"] = {"ok": False, "registered": reg}
 print(json.dumps(out))
 """
 
@@ -326,12 +330,15 @@ json.dump(out, sys.stdout)
 """
 
 
-def discover(spec: PkgSpec) -> dict[str, dict[str, Any]]:
-    """Every module of the installed package, imported, with its public names."""
+def discover(spec: PkgSpec) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Every module file of the installed package, imported, with its public
+    names; and the modules importing them registered in ``sys.modules``
+    under the package's name without a file of their own."""
     proc = _run([str(venv_python(spec)), "-c", _DISCOVER, spec.package])
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-800:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out, out.pop("__registered__")["registered"]
 
 
 def label(spec: PkgSpec, lines: list[str]) -> list[dict[str, Any]]:
@@ -477,7 +484,7 @@ def hallucinations(
 
 def generate(spec: PkgSpec) -> dict[str, Any]:
     """Build and write the labelled fixture; returns its summary."""
-    modules = discover(spec)
+    modules, registered = discover(spec)
     real: dict[str, str] = {}
     for m, v in sorted(modules.items()):
         if not v.get("ok"):
@@ -485,6 +492,8 @@ def generate(spec: PkgSpec) -> dict[str, Any]:
         real[f"import {m}"] = "module"
         for n in v["names"]:
             real[f"from {m} import {n}"] = "name"
+    for m in registered:
+        real.setdefault(f"import {m}", "registered")
     fake = hallucinations(spec, modules)
     cands = [(k, line, "real") for line, k in real.items()]
     cands += [(k, line, "hallucinated") for k, line in fake if line not in real]
