@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from itertools import chain
 from typing import Any
 
@@ -222,12 +223,12 @@ class BM25Index:
         """Slots in the arrays, removed documents included (array lengths)."""
         return len(self.alive)
 
-    @property
+    @cached_property  # immutable arrays: once per index, not per query
     def n_docs(self) -> int:
         """Live documents: what idf counts (removed slots are not documents)."""
         return int(self.alive.sum())
 
-    @property
+    @cached_property
     def avgdl(self) -> float:
         """Mean length of the live documents (BM25's length normalisation); 0.0
         for an empty index.
@@ -281,7 +282,8 @@ class BM25Index:
             d = np.concatenate(docs_parts)
             w = np.concatenate(w_parts)
             out += np.bincount(d, weights=w, minlength=self.n_slots)
-        out[~self.alive] = 0.0
+        if self.n_docs < self.n_slots:
+            out[~self.alive] = 0.0
         return out
 
     # -- updates -------------------------------------------------------------
