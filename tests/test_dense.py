@@ -246,6 +246,31 @@ def test_refresh_re_embeds_only_the_changed_chunks(ws):
     assert top and ws.chunk(top[0][0]).symbol.endswith("extra_helper")
 
 
+def test_refresh_embeddings_after_an_edit(ws):
+    from pycsamt_lsp.search.dense import refresh_embeddings
+
+    assert refresh_embeddings(ws) is None  # no vectors yet: nothing to do
+    build_embeddings(ws, HashingBackend())
+    assert refresh_embeddings(ws) is None  # current
+    phase = ws.root / "pkg/phase.py"
+    phase.write_text(
+        phase.read_text().replace("Geoelectric strike", "Electrical strike"),
+        encoding="utf-8",
+    )
+    ws.refresh([phase])
+    stale = dense_ranking(
+        ws, load_store(ws.index_dir), HashingBackend().embed(["strike"]), 50
+    )
+    assert all(not cid.startswith("pkg/phase.py") for cid, _ in stale)
+    report = refresh_embeddings(ws)
+    assert report["embedded"] == 1 and report["reused"] == ws.snapshot.n_chunks - 1
+    fresh = dense_ranking(
+        ws, load_store(ws.index_dir), HashingBackend().embed(["strike"]), 50
+    )
+    assert any(cid.startswith("pkg/phase.py") for cid, _ in fresh)
+    assert refresh_embeddings(ws) is None
+
+
 def test_vectors_of_another_recipe_are_not_reused(ws):
     build_embeddings(ws, HashingBackend(), recipe="full")
     assert load_store(ws.index_dir).recipe == "full"

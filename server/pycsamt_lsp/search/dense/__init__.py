@@ -46,6 +46,7 @@ from pycsamt_lsp.search.dense.store import (
     embed_text,
     load_store,
     manifest_extra,
+    refresh_embeddings,
     save_store,
 )
 
@@ -78,6 +79,7 @@ __all__ = [
     "minilm_available",
     "minilm_model_dir",
     "pool_size",
+    "refresh_embeddings",
     "resolve_backend",
     "rrf_fuse",
     "save_store",

@@ -243,7 +243,7 @@ def _openblas_local_threads() -> Callable[[int], int] | None:
             continue
         fn.argtypes = [ctypes.c_int]
         fn.restype = ctypes.c_int
-        return fn  # type: ignore[no-any-return]
+        return fn
     return None
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "load_store",
     "manifest_extra",
     "recipe_of",
+    "refresh_embeddings",
     "save_store",
     "store_signature",
     "text_sha",
@@ -162,6 +163,19 @@ class EmbeddingStore:
         return {h: i for i, h in enumerate(self.text_sha or []) if h}
 
 
+def _bytes_column(values: list[str]) -> np.ndarray:
+    """UTF-8 bytes (``S`` dtype): numpy's ``U`` strings take 4 bytes a
+    character, and the id, path and hash columns were a third of the file."""
+    return np.array([v.encode("utf-8") for v in values], dtype=np.bytes_)
+
+
+def _str_column(arr: np.ndarray) -> list[str]:
+    """A column back as ``str`` (``S`` columns, or ``U`` of older files)."""
+    if arr.dtype.kind == "S":
+        return [x.decode("utf-8") for x in arr.tolist()]
+    return [str(x) for x in arr.tolist()]
+
+
 def save_store(index_dir: Path, store: EmbeddingStore) -> Path:
     """Write ``embeddings.npz`` atomically (temporary file + rename)."""
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -173,10 +187,10 @@ def save_store(index_dir: Path, store: EmbeddingStore) -> Path:
             model=np.array(store.model),
             fingerprint=np.array(store.fingerprint),
             created=np.array(store.created),
-            ids=np.array(store.ids, dtype=str),
-            paths=np.array(store.paths, dtype=str),
-            file_sha=np.array(store.file_sha, dtype=str),
-            text_sha=np.array(store.text_sha or [""] * len(store.ids), dtype=str),
+            ids=_bytes_column(store.ids),
+            paths=_bytes_column(store.paths),
+            file_sha=_bytes_column(store.file_sha),
+            text_sha=_bytes_column(store.text_sha or [""] * len(store.ids)),
             recipe=np.array(store.recipe),
             vectors=np.asarray(store.vectors, np.float32),
         ),
@@ -201,18 +215,16 @@ def load_store(index_dir: Path) -> EmbeddingStore | None:
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
-            ids = [str(x) for x in z["ids"].tolist()]
+            ids = _str_column(z["ids"])
             store = EmbeddingStore(
                 model=str(z["model"]),
                 ids=ids,
-                paths=[str(x) for x in z["paths"].tolist()],
-                file_sha=[str(x) for x in z["file_sha"].tolist()],
+                paths=_str_column(z["paths"]),
+                file_sha=_str_column(z["file_sha"]),
                 vectors=np.asarray(z["vectors"], np.float32),
                 fingerprint=str(z["fingerprint"]),
                 created=str(z["created"]),
-                text_sha=[str(x) for x in z["text_sha"].tolist()]
-                if "text_sha" in z.files
-                else None,
+                text_sha=_str_column(z["text_sha"]) if "text_sha" in z.files else None,
                 recipe=str(z["recipe"]) if "recipe" in z.files else "",
             )
     except Exception as exc:  # noqa: BLE001 - a corrupt file means "no vectors"
@@ -382,3 +394,37 @@ def build_embeddings(
         "texts_per_s": round(len(todo) / embed_s, 2) if todo and embed_s > 0 else None,
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+def refresh_embeddings(
+    ws: Workspace,
+    *,
+    progress: Callable[[int, str], None] | None = None,
+) -> dict[str, Any] | None:
+    """Bring ``embeddings.npz`` up to date after ``ws.refresh`` (an edit).
+
+    Re-embeds only the chunks whose embedded text changed, with the model
+    and recipe of the existing vectors, and only with a local backend (no
+    network call, no cost is ever made behind the user's back). None when
+    there are no vectors, they are already current, or their model is not
+    local; an :class:`EmbeddingError` when the local backend fails. Meant
+    for the server after a save (the chunks of an edited file have stale
+    vectors until then, and dense retrieval skips them).
+    """
+    from pycsamt_lsp.search.dense.backends import HASH_NAME, MINILM_NAME
+
+    snap = ws.snapshot
+    store = ws.dense.load_store()
+    if snap is None or store is None or store.fingerprint == snap.fingerprint:
+        return None
+    if store.model not in (HASH_NAME, MINILM_NAME):
+        return None
+    recipe, _, cap = (store.recipe or TEXT_RECIPE).partition("/")
+    if recipe not in TEXT_RECIPES:
+        return None
+    backend = ws.dense.backend_for(store.model)
+    if cap.isdigit() and getattr(backend, "max_len", None) not in (None, int(cap)):
+        from pycsamt_lsp.search.dense.backends import MiniLMBackend
+
+        backend = MiniLMBackend(max_len=int(cap))  # the stored vectors' cap
+    return build_embeddings(ws, backend, recipe=recipe, progress=progress)
