@@ -22,7 +22,7 @@ from pycsamt_lsp.pyast.signatures import params_of
 from pycsamt_lsp.text.identifiers import split_identifier
 
 #: Bumped whenever the persisted shape of :class:`ModuleInfo` changes.
-MODEL_VERSION = 3  # 3: docstrings and defaults hold no credentials (issue 19)
+MODEL_VERSION = 4  # 3: no credentials (issue 19); 4: locals()/sys.modules writes (17)
 
 
 EXISTS, ABSENT, UNKNOWN = "exists", "absent", "unknown"
