@@ -10,6 +10,7 @@ user would.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -336,6 +337,24 @@ def test_stubs_package_alone(tmp_path):
     assert code == 0 and res["errors"] == [], res
     for name in made_up:
         assert warned_about(res, name.strip("'")), (name, res)
+
+
+def test_stubs_only_install_found_without_root(tmp_path):
+    """Without ``--root``, a venv whose site-packages hold only
+    ``pkg-stubs`` (no ``pkg``) is the corpus (read, never imported)."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    tree(site, {"pkg-stubs/__init__.pyi": "def run() -> None: ...\n"})
+    env = {**os.environ, "VIRTUAL_ENV": str(tmp_path / "venv")}
+    proc = subprocess.run(
+        [*CLI, "corpus", "path", "--profile", _prof(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.strip()) == site.resolve()
 
 
 def test_stubs_package_beside_the_package(tmp_path):

@@ -123,10 +123,11 @@ def _direct_url_dirs(site_dir: Path) -> Iterator[Path]:
 def find_installed(package: str, dirs: Iterable[Path] | None = None) -> Path | None:
     """The corpus root of an installed (or editable-installed) ``package``.
 
-    Looks in ``dirs`` (default: :func:`site_dirs`) in order; None when it is
-    nowhere. Nothing is imported or executed."""
-    for sd in site_dirs() if dirs is None else dirs:
-        sd = Path(sd)
+    Looks in ``dirs`` (default: :func:`site_dirs`) in order; else the first
+    of them holding only its PEP 561 ``package-stubs`` (a ``types-*``
+    install); None when it is nowhere. Nothing is imported or executed."""
+    order = [Path(sd) for sd in (site_dirs() if dirs is None else dirs)]
+    for sd in order:
         if _holds(sd, package):
             return sd
         for finder in sorted(sd.glob("__editable___*_finder.py")):
@@ -139,4 +140,7 @@ def find_installed(package: str, dirs: Iterable[Path] | None = None) -> Path | N
         for d in _direct_url_dirs(sd):
             if _holds(d, package):
                 return d
+    for sd in order:
+        if (sd / f"{package}-stubs").is_dir():
+            return sd
     return None
