@@ -5,7 +5,8 @@ result. This tool ranks every query of every suite the eval runs by default
 (the corpus's bundled suites, ``suites/``, ``suites/tuning``, ``suites/test``,
 ``tests/suites``) with the ranking code of a git revision (``--against``,
 default ``HEAD``) and with the working tree's, on the SAME snapshot in the same
-process, so changes other people make meanwhile to chunking, tokenizing or the
+process (``index/bm25.py`` of the revision too, over the same index arrays),
+so changes other people make meanwhile to chunking, tokenizing or the
 profile cannot blur the comparison. Per query it compares the ids of the
 returned chunks and their scores, for:
 
@@ -30,6 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import shutil
 import subprocess
@@ -42,6 +44,7 @@ from typing import Any
 
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.evals.suites import default_suite_paths, load_suites
+from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.search import retrieval as new_retrieval
 from pycsamt_lsp.workspace.facade import Workspace
 from pycsamt_lsp.workspace.published import Published
@@ -74,6 +77,27 @@ def old_search(rev: str, into: Path) -> ModuleType:
     return importlib.import_module(f"{pkg}.retrieval")
 
 
+def old_bm25(rev: str, into: Path, snap: Snapshot) -> Snapshot:
+    """*snap* with its BM25 index scored by ``index/bm25.py`` as of *rev*
+    (the same arrays in the old class), so the old side is old end to end."""
+    name = f"_rank_identity_bm25_{abs(hash(rev)) % 10**8}"
+    src = subprocess.run(
+        ["git", "show", f"{rev}:server/pycsamt_lsp/index/bm25.py"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    (into / f"{name}.py").write_text(src, encoding="utf-8")
+    if str(into) not in sys.path:
+        sys.path.insert(0, str(into))
+    mod = importlib.import_module(name)
+    b = snap.bm25
+    old = mod.BM25Index(**{f.name: getattr(b, f.name) for f in dataclasses.fields(b)})
+    return dataclasses.replace(snap, bm25=old)
+
+
 def queries() -> list[tuple[str, str]]:
     """``(suite, query)`` of every suite the eval runs by default."""
     return [
@@ -99,8 +123,10 @@ def corpus_queries(root: Path) -> list[tuple[str, str]]:
 Ranker = Callable[[str, dict[str, Any]], list[tuple[str, float]]]
 
 
-def ranker(mod: ModuleType, ws: Workspace, aux: Any) -> Ranker:
-    snap = ws.snapshot
+def ranker(
+    mod: ModuleType, ws: Workspace, aux: Any, snap: Snapshot | None = None
+) -> Ranker:
+    snap = snap or ws.snapshot
     assert snap is not None
 
     def rank(q: str, kw: dict[str, Any]) -> list[tuple[str, float]]:
@@ -166,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         cfgs = configs(new_retrieval.COMPONENTS, new_retrieval.STAGES)
         snap = ws.snapshot
         assert snap is not None
-        a = ranker(old, ws, old.RankAux.of(snap))
+        snap_old = old_bm25(args.against, tmp / "old", snap)
+        a = ranker(old, ws, old.RankAux.of(snap_old), snap_old)
         b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
         n, bad, worst, ex = compare(a, b, qs, cfgs)
         print(

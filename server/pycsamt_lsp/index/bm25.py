@@ -264,6 +264,8 @@ class BM25Index:
             (self.main_ptr, self.main_doc, self.main_tf),
             (self.delta_ptr, self.delta_doc, self.delta_tf),
         ):
+            if not len(pdoc):  # the delta segment is empty between updates
+                continue
             starts, ends = ptr[tids], ptr[tids + 1]
             lens = ends - starts
             total = int(lens.sum())
@@ -279,9 +281,9 @@ class BM25Index:
             docs_parts.append(d)
             w_parts.append(w)
         if docs_parts:
-            d = np.concatenate(docs_parts)
-            w = np.concatenate(w_parts)
-            out += np.bincount(d, weights=w, minlength=self.n_slots)
+            d = np.concatenate(docs_parts) if len(docs_parts) > 1 else docs_parts[0]
+            w = np.concatenate(w_parts) if len(w_parts) > 1 else w_parts[0]
+            out = np.bincount(d, weights=w, minlength=self.n_slots)  # 0 + x: same
         if self.n_docs < self.n_slots:
             out[~self.alive] = 0.0
         return out

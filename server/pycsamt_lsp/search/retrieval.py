@@ -289,19 +289,25 @@ def search(
         idx = idx[np.isin(aux.kind_code[idx], codes)]
     if len(idx) == 0:
         return [], info
-    s = base[idx]
+    base_c = base[idx]  # L(c) of the candidates (never written to)
+    s = base_c
+    # the candidates of the query's workflow: the boost and workflow_keep
+    mine = (
+        aux.wf_code[idx] == aux.wf_ids[wf]
+        if wf is not None and wf in aux.wf_ids
+        else None
+    )
     if "priority" not in disable:
         s = s * aux.prio_factor[idx]
-    if wf and "workflow_boost" not in disable and wf in aux.wf_ids:
-        s = np.where(aux.wf_code[idx] == aux.wf_ids[wf], s * WORKFLOW_BOOST, s)
+    if wf and "workflow_boost" not in disable and mine is not None:
+        s = np.where(mine, s * WORKFLOW_BOOST, s)
     if "recipe_boost" not in disable:
         s = np.where(aux.recipe[idx], s * RECIPE_BOOST, s)
     if "symbol_boost" not in disable:
         matches = aux.leaf_matches(query.lower())
         if matches:
             mask = np.zeros(len(aux.recipe), bool)
-            for _, h in matches:
-                mask[h] = True
+            mask[np.concatenate([h for _, h in matches])] = True
             s = np.where(mask[idx], s * SYMBOL_BOOST, s)
             if "symbol_specific" not in disable:
                 s = symbol_specific(query, matches, mask, idx, s, SYMBOL_BOOST)
@@ -323,18 +329,14 @@ def search(
     depth = k if not per_file else min(len(s), k * 4 + 50)
     # confidence (DESIGN 5) reads the seed's s_max, not the stages' scores
     info["top_score"] = float(s.max())
-    mine = (
-        np.equal(aux.wf_code[idx], aux.wf_ids[wf])
-        if wf is not None and wf in aux.wf_ids
-        else None
-    )
     s = apply_stages(
-        snap, aux.stages, query, idx, base[idx], s, disable, depth, mine, tokens
+        snap, aux.stages, query, idx, base_c, s, disable, depth, mine, tokens
     )
     info["n_candidates"] = len(idx)
     if depth < len(s):
-        kth = np.partition(-s, depth - 1)[depth - 1] if depth else -np.inf
-        keep = np.flatnonzero(-s <= kth)  # ties at the boundary stay in the race
+        # the depth-th best score; ties at the boundary stay in the race
+        kth = np.partition(s, len(s) - depth)[len(s) - depth] if depth else np.inf
+        keep = np.flatnonzero(s >= kth)
     else:
         keep = np.arange(len(s))
     order = _ranked(keep, s, idx, snap.table.ids)

@@ -591,7 +591,7 @@ def _stages(
     if "field_bm25" in on:
         names = st.names.scores(tokens, idx)
         if names.any():
-            mult = np.divide(s, base, out=np.zeros_like(s), where=base > 0)
+            mult = s / base  # the seed's multipliers (a candidate has L > 0)
             s = s + FIELD_WEIGHT * names * mult
     # the best module docstrings and their own symbols among the candidates,
     # found once for module_inherit and code_first
