@@ -132,6 +132,9 @@ class Workspace:
         self._state = _State()
         self._bundled = bundled_recipes_dir()
         self.listeners: list[Callable[[Snapshot], object]] = []
+        #: ask settings given before :attr:`answers` was first used (the
+        #: server configures at start; answer/ and routing/ load on first use)
+        self.ask_changes: dict[str, Any] = {}
         self.long_lived = long_lived
         self._child_build = ChildBuild()
         #: the static package model, kept current with the index
@@ -156,7 +159,10 @@ class Workspace:
         """Ask settings and the survey-line registries (``pycsamt.ask``)."""
         from pycsamt_lsp.answer.service import AnswerService
 
-        return AnswerService()
+        svc = AnswerService()
+        if self.ask_changes:
+            svc.configure(**self.ask_changes)
+        return svc
 
     @cached_property
     def dense(self) -> DenseService:
