@@ -13,6 +13,7 @@ masked is here, so a key shape added once is masked everywhere:
 
 from __future__ import annotations
 
+import json
 import re
 
 __all__ = [
@@ -194,15 +195,61 @@ def mask_default(name: str, default: str | None) -> str | None:
     return mask(default)
 
 
+#: One pre-check for a whole tree (:func:`mask_tree`): its JSON text, ASCII
+#: only, holds none of these (lowered) words nor a token shape. It covers both
+#: :func:`may_hold_secret` of every string in it (``auth`` alone, not only
+#: ``auth_``/``authoriz``/``auth\b``) and :data:`_SECRET_PARAM` on every name
+#: (``author`` is a secret-looking parameter name to :func:`mask_default`).
+_TREE_LOW = re.compile(
+    r"(?:api|access|private)[_-]?key|apikey|secret|passw|pwd|token"
+    r"|credential|auth|bearer|basic"
+)
+_TREE_JSON = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _tree_is_clean(value: list | dict) -> bool:
+    """True when nothing in *value* can be masked (so it is returned as is).
+
+    Why it is exact: JSON joins the strings with quotes, commas and colons
+    (never letters, ``_``, ``-`` or ``/``) and escapes only quotes,
+    backslashes and control characters, so a word or token shape inside any
+    string is still in the JSON text; a non-ASCII text (``K``, the Kelvin
+    sign, case-folds to ``k`` under ``re.I``) takes the full walk.
+    """
+    try:
+        blob = _TREE_JSON(value)
+    except (TypeError, ValueError, RecursionError):
+        return False  # not JSON-like: the walk below handles it
+    if not blob.isascii():
+        return False
+    return (
+        _TREE_LOW.search(blob.lower()) is None and _TRIGGER_SHAPE.search(blob) is None
+    )
+
+
 def mask_tree(value: object, *, python: bool = True) -> object:
     """*value* (JSON-like: dicts, lists, strings) with every string masked and
-    every ``{"name": ..., "default": ...}`` parameter masked by name."""
+    every ``{"name": ..., "default": ...}`` parameter masked by name.
+
+    A list or dict in which nothing can be masked is returned itself, not a
+    copy: one JSON encoding and two regex searches instead of a call per
+    string (13k parameter tables were 1.3 s of a build of the sdist).
+    """
+    if isinstance(value, str):
+        return mask(value, python=python)
+    if isinstance(value, (list, dict)) and _tree_is_clean(value):
+        return value
+    return _mask_tree(value, python)
+
+
+def _mask_tree(value: object, python: bool) -> object:
+    """:func:`mask_tree` without the pre-check (one string at a time)."""
     if isinstance(value, str):
         return mask(value, python=python)
     if isinstance(value, list):
-        return [mask_tree(v, python=python) for v in value]
+        return [_mask_tree(v, python) for v in value]
     if isinstance(value, dict):
-        out = {k: mask_tree(v, python=python) for k, v in value.items()}
+        out = {k: _mask_tree(v, python) for k, v in value.items()}
         name = out.get("name")
         if isinstance(name, str) and isinstance(out.get("default"), str):
             out["default"] = mask_default(name, value["default"])

@@ -1,0 +1,197 @@
+"""The build worker's shortcuts change nothing they skip (issue 18).
+
+Each fast path of a build worker (the whole-tree pre-check of
+``mask_tree``, the pruned walks of the dynamic-namespace scans, the
+``global`` line finder) is checked against what it skips: the slow path's
+answer on the same input, and the masking/namespace facts a reader relies on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from pycsamt_lsp.model.dynamic import _GLOBAL_RE, _global_lines, _hit_lines
+from pycsamt_lsp.model.extract import ModuleInfo
+from pycsamt_lsp.text.secrets import _mask_tree, mask_tree
+
+
+def _info(src: bytes) -> dict:
+    return ModuleInfo.from_source(src, name="pkg.m", rel="pkg/m.py").to_dict()
+
+
+# -- mask_tree: the pre-check on the whole tree ------------------------------
+
+
+def test_a_clean_tree_is_returned_as_is():
+    params = [
+        {"name": "x", "kind": "positional_or_keyword", "default": None},
+        {"name": "n", "kind": "keyword_only", "default": "3", "annotation": "int"},
+    ]
+    assert mask_tree(params) is params
+    assert _mask_tree(params, True) == params
+
+
+def test_a_secret_only_in_a_nested_node_is_still_masked():
+    tree = {
+        "signature": "f(x, cfg)",
+        "params": [
+            {"name": "x", "kind": "positional_or_keyword", "default": None},
+            {"name": "cfg", "default": "{'nested': {'api_key': 'abc123xyz'}}"},
+        ],
+        "deep": [[["leaked sk-abcdefghijklmnop here"]]],
+        "url": "https://user:hunter2@example.org/x",
+    }
+    out = mask_tree(tree)
+    assert out["params"][1]["default"] == "{'nested': {'api_key': \"***\"}}"
+    assert out["deep"] == [[["leaked sk-*** here"]]]
+    assert out["url"] == "https://user:***@example.org/x"
+    assert out["params"][0] == tree["params"][0]
+
+
+def test_a_secret_looking_parameter_name_alone_still_masks_its_default():
+    # "author" holds no trigger word for may_hold_secret, but mask_default
+    # masks a string default by the parameter's name
+    assert mask_tree([{"name": "author", "default": '"Jane"'}]) == [
+        {"name": "author", "default": '"***"'}
+    ]
+    # the Kelvin sign case-folds to "k": the pre-check leaves non-ASCII alone
+    kelvin = "api_\u212aey"
+    assert mask_tree([{"name": kelvin, "default": '"v"'}]) == [
+        {"name": kelvin, "default": '"***"'}
+    ]
+
+
+_WORDS = (
+    "x", "cfg", "author", "token", "api_key", "Key", "keyword_only", "auth",
+    "authority", "passwd", "basic", "Basic abc1234567=", "bearer", "AKIA",
+    "AKIAABCDEFGHIJKLMNOP", "ghp_" + "a" * 22, "://u:p@h", "://h/p@x",
+    "sk-", "sk-abcdefgh12", "xoxb-1234567890", "AIza" + "B" * 31, "=", ":",
+    " ", "\n", "'", '"', "\\", "_", "-", "é", "\u212a", "secret", "pwd", "None",
+    "-----BEGIN RSA PRIVATE KEY-----", "credential", "1", "{", "}",
+)  # fmt: skip
+
+
+def _random_tree(rnd: random.Random, depth: int = 0) -> object:
+    roll = rnd.random()
+    if depth > 2 or roll < 0.4:
+        if rnd.random() < 0.15:
+            return rnd.choice([None, 1, True, 2.5])
+        return "".join(rnd.choice(_WORDS) for _ in range(rnd.randint(0, 6)))
+    if roll < 0.7:
+        return [_random_tree(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+    keys = ["name", "default", "kind", "annotation", "meta"]
+    return {k: _random_tree(rnd, depth + 1) for k in rnd.sample(keys, 3)}
+
+
+def test_the_pre_check_gives_what_the_full_walk_gives():
+    rnd = random.Random(18)
+    skipped = 0
+    for _ in range(4000):
+        tree = _random_tree(rnd)
+        for python in (True, False):
+            got = mask_tree(tree, python=python)
+            assert got == _mask_tree(tree, python), tree
+            skipped += got is tree and isinstance(tree, (list, dict))
+    assert skipped > 100  # the fast path itself was exercised
+
+
+# -- the dynamic-namespace scans: pruned walks ---------------------------------
+
+
+def test_globals_in_a_decorator_inside_a_class_is_seen():
+    src = b"""
+class Registry:
+    x = 1
+
+    @register(globals())
+    def method(self):
+        return 1
+"""
+    assert _info(src)["open_reason"] == "passes globals() around at line 5"
+
+
+def test_a_global_statement_after_a_colon_is_bound():
+    src = b"""
+class C:
+    def a(self):
+        global _cache
+        _cache = 1
+
+    def b(self):
+        if True: global _other
+        return 2
+"""
+    b = _info(src)["bindings"]
+    assert b["_cache"][:2] == [4, "global"] and b["_other"][:2] == [8, "global"]
+
+
+def test_globals_inside_a_multiline_fstring_is_seen():
+    src = b"""
+class K:
+    def f(self):
+        return (
+            f"a"
+            f"{len(globals().keys()) or globals()}"
+        )
+"""
+    assert _info(src)["open_reason"] == "passes globals() around at line 6"
+
+
+def test_setattr_deep_in_a_nested_function_is_an_inject():
+    src = b"""
+class Host:
+    def outer(self):
+        def inner(mod):
+            for _ in range(2):
+                setattr(mod, "injected_name", 1)
+        return inner
+
+    def other(self):
+        setattr(self, "own", 1)
+"""
+    assert _info(src)["injects"] == ["injected_name"]
+
+
+def test_globals_writes_bind_literal_names_and_open_on_others():
+    src = b"""
+def setup():
+    for n in ("a", "b"):
+        globals()[n] = 1
+    globals()["lit"] = 2
+"""
+    d = _info(src)
+    assert d["bindings"]["lit"][:2] == [5, "global"]
+    assert d["open_reason"] == "writes to globals() at line 4"
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_line_endings_do_not_change_the_scans(eol):
+    src = eol.join(
+        [
+            b"class C:",
+            b"    def f(self, mod):",
+            b"        global g_name",
+            b"        setattr(mod, 'lit', 1)",
+            b"",
+        ]
+    )
+    d = _info(src)
+    assert d["bindings"]["g_name"][:2] == [3, "global"]
+    assert d["injects"] == ["lit"]
+
+
+def test_global_lines_are_the_regex_lines():
+    rnd = random.Random(7)
+    parts = [b"global", b"globals", b" ", b"\t", b"\n", b"(", b"x", b"_", b".", b"s"]
+    cases = [b"global x", b"  global x\n", b"xglobals()", b"globals\n\n  (", b"\n"]
+    cases += [
+        b"".join(rnd.choice(parts) for _ in range(rnd.randint(1, 14)))
+        for _ in range(5000)
+    ]
+    for data in cases:
+        hits, mentions = _global_lines(data)
+        assert hits == sorted(set(_hit_lines(data, _GLOBAL_RE))), data
+        assert mentions == sorted(set(_hit_lines(data, re.compile(rb"global")))), data
