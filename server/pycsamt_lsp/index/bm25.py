@@ -68,21 +68,30 @@ def _csc(
     slots: np.ndarray,
     n_terms: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Term-major postings of the given *slots* (row-wise input)."""
+    """Term-major postings of the given *slots* (row-wise input; slots
+    sorted and distinct, as every caller passes them)."""
     if len(slots) == 0:
         return (
             np.zeros(n_terms + 1, np.int64),
             np.zeros(0, np.int32),
             np.zeros(0, np.float32),
         )
-    starts, ends = doc_ptr[slots], doc_ptr[slots + 1]
-    lens = ends - starts
-    idx = np.repeat(
-        starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens
-    ) + np.arange(lens.sum())
-    terms = doc_terms[idx]
+    n_rows = len(doc_ptr) - 1
+    if len(slots) == n_rows and slots[0] == 0 and slots[-1] == n_rows - 1:
+        # every row (a build, a compaction without removals): the row-wise
+        # arrays are the input as they are; gathering them through an index
+        # array cost two 8-byte-per-term temporaries at a build's peak
+        lens = np.diff(doc_ptr)
+        terms, tfs = doc_terms, doc_tfs
+    else:
+        starts, ends = doc_ptr[slots], doc_ptr[slots + 1]
+        lens = ends - starts
+        idx = np.repeat(
+            starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens
+        ) + np.arange(lens.sum())
+        terms = doc_terms[idx]
+        tfs = doc_tfs[idx]
     docs = np.repeat(slots.astype(np.int32), lens)
-    tfs = doc_tfs[idx]
     order = np.argsort(terms, kind="stable")
     counts = np.bincount(terms, minlength=n_terms)
     ptr = np.zeros(n_terms + 1, np.int64)
@@ -236,6 +245,14 @@ class BM25Index:
         n = self.n_docs
         return float(self.doc_len[self.alive].sum()) / n if n else 0.0
 
+    @cached_property
+    def _norm(self) -> np.ndarray:
+        """``k1 (1 - b + b dl / avgdl)`` per slot: the document's part of
+        :func:`term_score`'s denominator, the same numbers it computes, once
+        per index instead of once per posting per query."""
+        avgdl = self.avgdl or 1.0
+        return self.k1 * (1.0 - self.b + self.b * self.doc_len / avgdl)
+
     def idf(self, term_ids: np.ndarray) -> np.ndarray:
         """Okapi idf with the +1 floor (never negative)."""
         return idf(self.n_docs, self.df[term_ids])
@@ -258,7 +275,6 @@ class BM25Index:
         if len(tids) == 0:
             return out
         idf = self.idf(tids)
-        avgdl = self.avgdl or 1.0
         docs_parts, w_parts = [], []
         for ptr, pdoc, ptf in (
             (self.main_ptr, self.main_doc, self.main_tf),
@@ -276,8 +292,8 @@ class BM25Index:
             ) + np.arange(total)
             d = pdoc[idx]
             f = ptf[idx].astype(np.float64)
-            dl = self.doc_len[d]
-            w = term_score(np.repeat(idf, lens), f, dl, avgdl, k1=self.k1, b=self.b)
+            # term_score with its per-document denominator part precomputed
+            w = np.repeat(idf, lens) * (f * (self.k1 + 1.0)) / (f + self._norm[d])
             docs_parts.append(d)
             w_parts.append(w)
         if docs_parts:

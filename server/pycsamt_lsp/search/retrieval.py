@@ -216,12 +216,10 @@ class RankAux:
                 if run[i : i + 3] not in heads:
                     continue
                 for j in range(i + 3, min(n, i + longest) + 1):
-                    sub = run[i:j]
-                    if sub not in seen:
+                    hit = slots.get(sub := run[i:j])
+                    if hit is not None and sub not in seen:
                         seen.add(sub)
-                        hit = slots.get(sub)
-                        if hit is not None:
-                            found.append((sub, hit))
+                        found.append((sub, hit))
         return found
 
 
@@ -308,9 +306,10 @@ def search(
         if matches:
             mask = np.zeros(len(aux.recipe), bool)
             mask[np.concatenate([h for _, h in matches])] = True
-            s = np.where(mask[idx], s * SYMBOL_BOOST, s)
+            at = mask[idx]
+            s = np.where(at, s * SYMBOL_BOOST, s)
             if "symbol_specific" not in disable:
-                s = symbol_specific(query, matches, mask, idx, s, SYMBOL_BOOST)
+                s = symbol_specific(query, matches, mask, idx, s, SYMBOL_BOOST, at)
     if feedback:
         factor = np.ones(len(aux.recipe))
         table = snap.table

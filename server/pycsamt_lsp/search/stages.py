@@ -134,21 +134,22 @@ def symbol_specific(
     idx: np.ndarray,
     s: np.ndarray,
     boost: float,
+    boosted_c: np.ndarray | None = None,
 ) -> np.ndarray:
     """*s* with the seed's symbol boost taken back where no match is specific.
 
     *matches* are ``(leaf, slots)`` pairs of the boost, *boosted* its mask
-    over all slots; a leaf is specific when the query has it as a whole
-    identifier that is plainly code (underscore, digit or inner capital).
+    over all slots (*boosted_c*: the same at the candidates, when the caller
+    has it); a leaf is specific when the query has it as a whole identifier
+    that is plainly code (underscore, digit or inner capital).
     """
     specific = {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
-    undo = boosted[idx]
-    if specific:
+    undo = boosted[idx] if boosted_c is None else boosted_c
+    kept = [slots for leaf, slots in matches if leaf in specific]
+    if kept:
         keep = np.zeros(len(boosted), bool)
-        for leaf, slots in matches:
-            if leaf in specific:
-                keep[slots] = True
-        undo &= ~keep[idx]
+        keep[np.concatenate(kept)] = True
+        undo = undo & ~keep[idx]
     return np.where(undo, s / boost, s) if undo.any() else s
 
 
