@@ -33,6 +33,7 @@ def test_serve_imports_no_command_only_module() -> None:
     code = (
         "import json, sys\n"
         "import pycsamt_lsp.lsp.server\n"
+        "import pycsamt_lsp.commands.handlers  # what a first query runs\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     out = subprocess.run(

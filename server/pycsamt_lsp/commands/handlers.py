@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycsamt_lsp.answer.ask import query_dense
-from pycsamt_lsp.answer.route import routed_answer
+# answer/, devsearch/ and evals/ are imported by the handlers that use them:
+# a server's first query loads none of them (issue 18)
 from pycsamt_lsp.commands.args import (
     AskArgs,
     EvalArgs,
@@ -22,9 +22,6 @@ from pycsamt_lsp.commands.args import (
     SearchSourceArgs,
     ValidateArgs,
 )
-from pycsamt_lsp.devsearch.search import inspect_symbol, read_source, search_source
-from pycsamt_lsp.evals.report import format_report
-from pycsamt_lsp.evals.service import run_eval as _run_eval_service
 from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = [
@@ -56,6 +53,8 @@ Result = dict[str, Any]
 def query(ws: Workspace, a: QueryArgs) -> Result:
     """``pycsamt.query``: BM25 ranking, or RRF with dense vectors."""
     if a.dense:
+        from pycsamt_lsp.answer.ask import query_dense  # the dense lane, on use
+
         return query_dense(ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds)
     return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds)
 
@@ -77,11 +76,15 @@ def validate(ws: Workspace, a: ValidateArgs) -> Result:
 
 def ask(ws: Workspace, a: AskArgs) -> Result:
     """``pycsamt.ask``: routed, then answered (see :mod:`pycsamt_lsp.answer.route`)."""
+    from pycsamt_lsp.answer.route import routed_answer
+
     return routed_answer(ws, a.question, k=a.k, dense=a.dense)
 
 
 def search(ws: Workspace, a: SearchSourceArgs) -> Result:
     """``pycsamt.searchSource``: live search of the corpus source, with URIs."""
+    from pycsamt_lsp.devsearch.search import search_source
+
     res = search_source(
         ws.root,
         a.query,
@@ -96,16 +99,22 @@ def search(ws: Workspace, a: SearchSourceArgs) -> Result:
 
 def inspect(ws: Workspace, a: InspectSymbolArgs) -> Result:
     """``pycsamt.inspectSymbol``: signature, docstring and lines of a symbol."""
+    from pycsamt_lsp.devsearch.search import inspect_symbol
+
     return inspect_symbol(ws.root, a.path, a.symbol, profile=ws.profile)
 
 
 def read(ws: Workspace, a: ReadSourceArgs) -> Result:
     """``pycsamt.readSource``: a bounded window of a corpus file."""
+    from pycsamt_lsp.devsearch.search import read_source
+
     return read_source(ws.root, a.path, a.start, a.lines, profile=ws.profile)
 
 
 def run_eval(ws: Workspace, a: EvalArgs) -> Result:
     """``pycsamt.eval``: retrieval metrics on the JSONL suites."""
+    from pycsamt_lsp.evals.service import run_eval as _run_eval_service
+
     return _run_eval_service(ws, suite_dir=a.suiteDir, k=a.k, ablate=a.ablate)
 
 
@@ -201,4 +210,6 @@ def format_read(res: Result) -> str:
 
 def format_eval(res: Result) -> str:
     """The metrics report for ``pycsamt-lsp eval``."""
+    from pycsamt_lsp.evals.report import format_report
+
     return format_report(res)
