@@ -270,7 +270,7 @@ class BM25Index:
 
     def scores(self, tokens: Iterable[str]) -> np.ndarray:
         """BM25 of every slot for the unique query *tokens* (0 for dead slots)."""
-        out = np.zeros(self.n_slots, np.float64)
+        out: np.ndarray = np.zeros(self.n_slots, np.float64)
         tids = self.term_ids(tokens)
         if len(tids) == 0:
             return out

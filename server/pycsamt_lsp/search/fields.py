@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -52,13 +53,14 @@ def _name_terms(text: str) -> tuple[tuple[str, int], ...]:
 
 
 def merge_groups(
-    groups: dict[str, tuple[np.ndarray, ...]],
+    groups: dict[str, Any],
     gone: Iterable[str],
     dead: np.ndarray | None,
     keys: Sequence[str],
     cols: tuple[np.ndarray, ...],
 ) -> None:
-    """Update *groups* (``key -> parallel arrays``, the first one slots) in place.
+    """Update *groups* (``key -> tuple of parallel arrays``, the first one
+    slots) in place.
 
     Rows whose slot is *dead* leave the groups of the keys in *gone*; the new
     rows ``keys[i] -> cols[*][i]`` (ascending slots, above every old one) are

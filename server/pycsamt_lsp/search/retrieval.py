@@ -338,28 +338,26 @@ def search(
         keep = np.flatnonzero(s >= kth)
     else:
         keep = np.arange(len(s))
-    order = _ranked(keep, s, idx, snap.table.ids)
+    order = _ranked(keep, s, idx, snap.table.ids)  # positions, best first
+    slots = idx[order]
+    picked: Sequence[int] = range(min(k, len(order)))
     if per_file:
-        slots = idx[order].tolist()
         paths = snap.table.paths
-        order = diversify(
-            order,
-            [paths[x] for x in slots],
-            aux.stages.prose[idx[order]].tolist(),
+        picked = diversify(
+            range(len(order)),
+            [paths[x] for x in slots.tolist()],
+            aux.stages.prose[slots].tolist(),
             per_file,
             k,
             split="file_cap" not in disable,
         )
-    top = np.array(order[:k], np.int64)
-    return [
-        Hit(slot, score)
-        for slot, score in zip(idx[top].tolist(), s[top].tolist(), strict=True)
-    ], info
+    got, val = slots.tolist(), s[order].tolist()
+    return [Hit(got[i], val[i]) for i in picked[:k]], info
 
 
 def _ranked(
     keep: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]
-) -> list[int]:
+) -> np.ndarray:
     """Positions *keep* by descending score *s*, ties by ascending chunk id.
 
     One stable argsort; only runs of equal scores (duplicated chunks) are
@@ -370,21 +368,21 @@ def _ranked(
     order = keep[o]
     v = vals[o]
     ties = np.flatnonzero(v[1:] == v[:-1])
+    if not len(ties):
+        return order
     out = order.tolist()
-    if len(ties):
-        slots = idx[order].tolist()
-        a = 0
-        tied = set(ties.tolist())
-        n = len(out)
-        while a < n:
-            b = a + 1
-            while b < n and (b - 1) in tied:
-                b += 1
-            if b - a > 1:
-                seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
-                out[a:b] = [int(order[x]) for x in seg]
-            a = b
-    return out
+    slots = idx[order].tolist()
+    tied = set(ties.tolist())
+    n, a = len(out), 0
+    while a < n:
+        b = a + 1
+        while b < n and (b - 1) in tied:
+            b += 1
+        if b - a > 1:
+            seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
+            out[a:b] = [int(order[x]) for x in seg]
+        a = b
+    return np.array(out, np.int64)
 
 
 def snippet_of(text: str, limit: int = 240) -> str:

@@ -683,7 +683,7 @@ def _inherit(
     ``inherit`` is off) or module docstring (*mods*) passes to a candidate."""
     owners: list[int] = []
     groups: list[np.ndarray] = []
-    js = np.flatnonzero(prose) if prose is not None else ()
+    js = np.flatnonzero(prose) if prose is not None else np.zeros(0, np.intp)
     if len(js):
         for j in _top(js, s, INHERIT_TOP).tolist():
             named = st.named_by(snap, int(idx[j]))
@@ -739,16 +739,9 @@ def diversify(
 ) -> list[int]:
     """At most *per_file* results from one file, unless too few files match.
 
-        With *split* (stage ``workflow_keep``
-        When the query has a workflow and none of the best :data:`KEEP_DEPTH`
-        chunks carries it, the best-scored chunk of that workflow is lifted to
-        just above the :data:`KEEP_DEPTH`-th score: the stages above promote code,
-        which seldom carries a workflow, and must not push the workflow's own
-        guidance out of the first page. It acts on scores, not on the cut at
-        *k*, so a longer list starts with the shorter one.
-    ``file_cap``) code chunks of one file may take one
-        more place than prose chunks of it. Scores are untouched; only the
-        selection changes, so one long document cannot fill the whole list.
+    With *split* (stage ``file_cap``) code chunks of one file may take one
+    more place than prose chunks of it. Scores are untouched; only the
+    selection changes, so one long document cannot fill the whole list.
     """
     taken: list[int] = []
     spill: list[int] = []
