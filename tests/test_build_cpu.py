@@ -195,3 +195,28 @@ def test_global_lines_are_the_regex_lines():
         hits, mentions = _global_lines(data)
         assert hits == sorted(set(_hit_lines(data, _GLOBAL_RE))), data
         assert mentions == sorted(set(_hit_lines(data, re.compile(rb"global")))), data
+
+
+# -- may_hold_secret: substrings on long texts, regexes on short ones ----------
+
+
+def test_may_hold_secret_is_its_two_regexes_at_every_length():
+    from pycsamt_lsp.text import secrets as s
+
+    def spec(text: str) -> bool:
+        return bool(text) and (
+            s._TRIGGER_LOW.search(text.lower()) is not None
+            or s._TRIGGER_SHAPE.search(text) is not None
+        )
+
+    rnd = random.Random(5)
+    filler = ["lorem ", "ipsum\n", "high ", "keyword ", "author ", "x" * 40, "é"]
+    for _ in range(3000):
+        pieces = [rnd.choice(filler) for _ in range(rnd.randint(0, 12))]
+        pieces += [rnd.choice(_WORDS) for _ in range(rnd.randint(0, 3))]
+        rnd.shuffle(pieces)
+        text = "".join(pieces) * rnd.choice([1, 1, 5, 20])
+        assert s.may_hold_secret(text) == spec(text), text[:200]
+    for word in _WORDS:  # each alternative alone, in a long and a short text
+        for text in (word, "x" * 300 + " " + word + " " + "y" * 300):
+            assert s.may_hold_secret(text) == spec(text), word
