@@ -299,6 +299,42 @@ def test_vendored_aliases_through_locals_and_sys_modules(tmp_path):
     }, res
 
 
+def test_six_shapes_name_keys_and_import_hooks(tmp_path):
+    """six: ``sys.modules[__name__ + ".moves"] = ...`` registers that
+    module (``from six.moves import urllib`` was a false "not a package"
+    error), and ``sys.meta_path.append(importer)`` at module level means
+    any module of the package may be served by the hook (unknown)."""
+    root = tree(
+        tmp_path / "site",
+        {
+            "pkg/__init__.py": "",
+            "pkg/compat.py": "import sys\nsys.modules[__name__ + '.moves'] = object()\n"
+            "sys.modules[f'{__name__}.extra'] = object()\n",
+        },
+    )
+    code, res = validate(
+        root, "import pkg.compat.moves\nfrom pkg.compat.extra import thing\n"
+    )
+    assert code == 0 and res["errors"] == [], res
+    assert warned_about(res, "pkg.compat.moves"), res
+    _, res = validate(root, "import pkg.compat.other\n")
+    assert errors_about(res, "pkg.compat.other") == {"pkg.compat.other": True}, res
+    single = tree(
+        tmp_path / "single",
+        {
+            "hook.py": "import sys\nclass _Importer:\n    pass\n"
+            "sys.meta_path.append(_Importer())\nPY3 = True\n",
+        },
+    )
+    code, res = validate(
+        single, "import hook.moves\nfrom hook.moves.urllib import parse\n", "hook"
+    )
+    assert code == 0 and res["errors"] == [], res
+    assert warned_about(res, "hook.moves"), res
+    _, res = validate(single, "from hook import PY3\n", "hook")
+    assert res["errors"] == [] and res["warnings"] == [], res
+
+
 def test_stubs_package_alone(tmp_path):
     """PEP 561 ``pkg-stubs/`` instead of ``pkg/`` (a ``types-*`` install
     without its runtime): what the stubs' ``.pyi`` declare exists (no error,

@@ -216,17 +216,35 @@ class ModuleInfo:
         return cls(**d)
 
 
-def _literal_prefix(node: ast.AST) -> str:
-    """The literal start of an f-string or ``"a." + x`` key, else ``""``."""
-    if isinstance(node, ast.JoinedStr) and node.values:
-        first = node.values[0]
-        if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            return first.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
-            return node.left.value
-        return _literal_prefix(node.left)
-    return ""
+def _key_text(node: ast.AST, module: str) -> tuple[str, bool]:
+    """What a ``sys.modules`` key built from literals and ``__name__`` (this
+    module's name) is: ``(known start, whole key known)``, for an f-string
+    or a ``+`` chain; ``("", False)`` when its start is not known."""
+    parts: list[ast.AST] = []
+
+    def flat(n: ast.AST) -> None:
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+            flat(n.left)
+            flat(n.right)
+        elif isinstance(n, ast.JoinedStr):
+            for v in n.values:
+                plain = isinstance(v, ast.FormattedValue) and (
+                    v.conversion == -1 and v.format_spec is None
+                )
+                parts.append(v.value if plain else v)  # type: ignore[union-attr]
+        else:
+            parts.append(n)
+
+    flat(node)
+    out = []
+    for p in parts:
+        if isinstance(p, ast.Constant) and isinstance(p.value, str):
+            out.append(p.value)
+        elif isinstance(p, ast.Name) and p.id == "__name__":
+            out.append(module)
+        else:
+            return "".join(out), False
+    return "".join(out), True
 
 
 class _ModuleExtractor(_DynamicScans):
@@ -399,10 +417,15 @@ class _ModuleExtractor(_DynamicScans):
                         info.open_reason = (
                             f"replaces itself in sys.modules at line {st.lineno}"
                         )
-                    elif prefix := _literal_prefix(t.slice):
+                    else:
+                        # ``__name__ + ".moves"`` (six): that module;
                         # ``f"pkg.vendored.{mod}"``: any module under it may
                         # be registered (a trailing ``*`` marks a prefix)
-                        info.registered_modules.append(prefix + "*")
+                        known, whole = _key_text(t.slice, info.name)
+                        if whole:
+                            info.registered_modules.append(known)
+                        elif known:
+                            info.registered_modules.append(known + "*")
                 else:
                     info.registered_modules.extend(keys)
         elif isinstance(t, ast.Attribute):
@@ -507,6 +530,10 @@ class _ModuleExtractor(_DynamicScans):
         if not isinstance(value, ast.Call):
             return
         func = value.func
+        if _dotted(func) in ("sys.meta_path.append", "sys.meta_path.insert"):
+            # an import hook (six's _SixMetaPathImporter) may serve any
+            # module of the package: every one not on disk is unknown
+            info.registered_modules.append(info.name.split(".")[0] + ".*")
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
