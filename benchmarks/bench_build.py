@@ -138,16 +138,14 @@ def server_rss(root: Path) -> dict[str, float] | None:
     return asyncio.run(go())
 
 
-def bench_corpus(name: str, src: Path, tmp: Path, reps: int, server: bool) -> dict:
+def bench_corpus(
+    name: str, src: Path, tmp: Path, reps: int, server: bool, query: bool = True
+) -> dict:
     """Build and fresh-query figures for one corpus, ours and the reference."""
     ours_copy = copy_corpus(src, tmp / f"{name}-ours")
     ref_copy = copy_corpus(src, tmp / f"{name}-ref")
     print(f"[{name}] build x{reps} each, alternating ...", flush=True)
     ob, rb = alternate(reps, lambda: our_build(ours_copy), lambda: ref_build(ref_copy))
-    print(f"[{name}] fresh process load + 1 query x{reps} each ...", flush=True)
-    oq, rq = alternate(
-        reps, lambda: our_query(ours_copy, QUERY), lambda: ref_query(ref_copy, QUERY)
-    )
     res: dict[str, Any] = {
         "source": str(src),
         "n_chunks": {"ours": ob[-1].get("n_chunks"), "ref": rb[-1].get("n_chunks")},
@@ -157,14 +155,21 @@ def bench_corpus(name: str, src: Path, tmp: Path, reps: int, server: bool) -> di
             "runs_ours": ob,
             "runs_ref": rb,
         },
-        "fresh_query": {
+    }
+    if query:
+        print(f"[{name}] fresh process load + 1 query x{reps} each ...", flush=True)
+        oq, rq = alternate(
+            reps,
+            lambda: our_query(ours_copy, QUERY),
+            lambda: ref_query(ref_copy, QUERY),
+        )
+        res["fresh_query"] = {
             "ours": medians(oq),
             "ref": medians(rq),
             "runs_ours": oq,
             "runs_ref": rq,
             "query": QUERY,
-        },
-    }
+        }
     if server:
         print(f"[{name}] our server settled RSS ...", flush=True)
         res["server"] = server_rss(ours_copy)
@@ -186,6 +191,8 @@ def table(results: dict[str, Any]) -> str:
         n = res["n_chunks"]
         rows.append(f"{name:<14}{'chunks':<30}{n['ours']!s:>12}{n['ref']!s:>12}")
         for part, label in (("build", "build"), ("fresh_query", "load + 1 query")):
+            if part not in res:
+                continue
             o, r = res[part]["ours"], res[part]["ref"]
             for f in FIGS:
                 what = f"{label} {f.rsplit('_', 1)[0].replace('_', ' ')}"
@@ -216,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         help="corpus to measure (repeatable; default: sdist and checkout-docs)",
     )
     ap.add_argument("--no-server", action="store_true", help="skip our server's RSS")
+    ap.add_argument(
+        "--build-only",
+        action="store_true",
+        help="only the builds (no fresh-query processes, no server)",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     a = ap.parse_args(argv)
     reps = a.reps or (1 if a.quick else 3)
@@ -229,17 +241,28 @@ def main(argv: list[str] | None = None) -> int:
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "reps": reps,
         "git": git_state(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadavg_start": os.getloadavg(),
+        },
         "reference": f"pycsamt {REF_VERSION} (python -m pycsamt.assistant.rag)",
         "corpora": {},
     }
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         for i, (name, src) in enumerate(corpora.items()):
-            server = not a.no_server and i == 0
-            results["corpora"][name] = bench_corpus(name, src, Path(tmp), reps, server)
+            server = not (a.no_server or a.build_only) and i == 0
+            results["corpora"][name] = bench_corpus(
+                name, src, Path(tmp), reps, server, query=not a.build_only
+            )
+    results["machine"]["loadavg_end"] = os.getloadavg()
     print()
     g = results["git"]
     print(f"commit {g['commit']}, {g['server_dirty_files']} uncommitted server file(s)")
+    la, lb = results["machine"]["loadavg_start"], results["machine"]["loadavg_end"]
+    print(f"load average (1/5/15 min) at start {la}, at end {lb}")
+    if os.environ.get("PYTHONPATH"):
+        print(f"ours imported from PYTHONPATH={os.environ['PYTHONPATH']}")
     print(table(results))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(results, indent=1))

@@ -263,7 +263,9 @@ class ChunkWriter:
 
     def _cat(self, key: str, dtype: Any) -> np.ndarray:
         got = self._parts.pop(key)
-        return np.concatenate(got).astype(dtype) if got else np.zeros(0, dtype)
+        if not got:
+            return np.zeros(0, dtype)
+        return np.concatenate(got).astype(dtype, copy=False)
 
     def finish(
         self,

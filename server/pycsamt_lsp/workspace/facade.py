@@ -425,6 +425,8 @@ class Workspace:
             digests: dict[str, bytes] = {}
             model_shas: dict[str, str] = {}
             total = max(len(jobs), 1)
+            t_listed = time.perf_counter()
+            t_first = 0.0
             with (
                 atomic_open(self.index_dir / "chunks.jsonl") as chunks_fh,
                 atomic_open(self.index_dir / MODEL_FILE) as model_fh,
@@ -433,6 +435,7 @@ class Workspace:
                 models = ModelWriter(model_fh, self.profile.package)
                 for i, packed in enumerate(self._packed_in_order(jobs)):
                     rel, failure, digest, chunks, record, model_sha = packed
+                    t_first = t_first or time.perf_counter()
                     if failure is not None:
                         why, message = failure
                         if message:
@@ -454,6 +457,7 @@ class Workspace:
                             f"parsed {i + 1}/{total} files",
                         )
                 models.finish({r: model_shas[r] for r in modules if r in model_shas})
+                t_parsed = time.perf_counter()
             if progress:
                 progress(88, "writing the BM25 index")
             skipped = errors
@@ -474,6 +478,16 @@ class Workspace:
             st.last_reason = "full build"
             self.package_model.forget()  # persisted: loaded on first use
             self.package_model.dirty = False
+            t_end = time.perf_counter()
+            log.debug(
+                "streamed build: listed %d files in %.3f s, first result after "
+                "%.3f s, all parsed and written after %.3f s, index files %.3f s",
+                len(jobs),
+                t_listed - t0,
+                t_first - t_listed,
+                t_parsed - t_listed,
+                t_end - t_parsed,
+            )
             report = {
                 "action": "build",
                 "n_chunks": writer.n_chunks,
@@ -508,13 +522,15 @@ class Workspace:
         batches = plan_batches(sizes, self.workers)
         args = [(self.profile, str(self.root), [jobs[i] for i in b]) for b in batches]
         if self.workers > 1 and len(jobs) >= _PARALLEL_MIN_FILES:
-            ctx = pool_context()
-            with ProcessPoolExecutor(
-                self.workers, mp_context=ctx, initializer=heap.no_gc
-            ) as pool:
+            pool = ProcessPoolExecutor(
+                self.workers, mp_context=pool_context(), initializer=heap.no_gc
+            )
+            try:
                 with main_script_hidden():  # the workers start in map's submits
                     outs = pool.map(pack_batch, args)
                 yield from _in_order(batches, outs)
+            finally:  # a failed write does not wait for the batches still queued
+                pool.shutdown(wait=True, cancel_futures=True)
         else:
             yield from _in_order(batches, map(pack_batch, args))
 
