@@ -54,8 +54,12 @@ __all__ = [
 
 DEFAULT_OPENAI_EMBED_MODEL = "text-embedding-3-small"
 MINILM_NAME = "minilm:all-MiniLM-L6-v2"
-#: Word pieces MiniLM reads per text by default (see :class:`MiniLMBackend`).
-MINILM_MAX_LEN = 128
+#: Word pieces MiniLM reads per text by default (see :class:`MiniLMBackend`):
+#: the length it was trained at. With the ``head`` texts only 15% of the
+#: sdist's chunks exceed 128 pieces, but cutting them there cost the
+#: dense ranking alone MRR@10 0.760 -> 0.647 on the tuning split, for 30%
+#: less embedding time.
+MINILM_MAX_LEN = 256
 HASH_DIM = 512
 HASH_NAME = f"hashing-v1-{HASH_DIM}"
 
@@ -125,7 +129,7 @@ class MiniLMBackend:
 
     *max_len*: word pieces read per text (:data:`MINILM_MAX_LEN` by default;
     the model was trained at 256). The cap is part of the stored recipe
-    (``head/128``), so vectors made with another cap are not reused.
+    (``head/256``), so vectors made with another cap are not reused.
     """
 
     name = MINILM_NAME

@@ -132,7 +132,7 @@ class EmbeddingStore:
     ``file_sha`` is the content hash of the chunk's file when it was
     embedded; a row whose file changed since is stale and not used.
     ``text_sha`` is the hash of the embedded text and ``recipe`` how that
-    text was made (:func:`embed_text`) and cut (``head/128``): a rebuild
+    text was made (:func:`embed_text`) and cut (``head/256``): a rebuild
     reuses a row whose text hash matches, under the same model and recipe.
     Stores written before these existed have them empty (nothing reused).
     """
@@ -272,7 +272,7 @@ def _patch_manifest(index_dir: Path, extra: dict[str, Any]) -> None:
 
 
 def recipe_of(backend: EmbeddingBackend, recipe: str = TEXT_RECIPE) -> str:
-    """``<text recipe>/<token cap>`` (``head/128``): what a vector depends on
+    """``<text recipe>/<token cap>`` (``head/256``): what a vector depends on
     beyond the model's name."""
     cap = getattr(backend, "max_len", None)
     return f"{recipe}/{cap}" if cap else recipe
