@@ -48,7 +48,7 @@ CORPORA = {
 }
 QUERY = "rotate impedance tensor to strike"
 DEFAULT_OUT = Path(__file__).with_name("results") / "bench_build.json"
-FIGS = ("wall_s", "cpu_s", "maxrss_mb", "tree_peak_rss_mb")
+FIGS = ("wall_s", "cpu_s", "maxrss_mb", "tree_peak_rss_mb", "tree_peak_pss_mb")
 
 
 def our_cli() -> list[str]:
@@ -186,7 +186,13 @@ def table(results: dict[str, Any]) -> str:
         f"{'corpus':<14}{'measure':<30}{'ours':>12}{'reference':>12}{'ratio':>8}",
         "-" * 76,
     ]
-    units = {"wall_s": "s", "cpu_s": "s", "maxrss_mb": "MB", "tree_peak_rss_mb": "MB"}
+    units = {
+        "wall_s": "s",
+        "cpu_s": "s",
+        "maxrss_mb": "MB",
+        "tree_peak_rss_mb": "MB",
+        "tree_peak_pss_mb": "MB",
+    }
     for name, res in results["corpora"].items():
         n = res["n_chunks"]
         rows.append(f"{name:<14}{'chunks':<30}{n['ours']!s:>12}{n['ref']!s:>12}")

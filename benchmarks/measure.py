@@ -4,7 +4,9 @@ Wall time, CPU (user + system of the child and every descendant it waited for,
 from ``os.wait4``), the child's peak RSS (``ru_maxrss`` from the same call: the
 largest single process of the tree) and the peak *sum* of RSS over the process
 tree, sampled from ``/proc`` (a parallel build's workers are alive together, so
-their memory adds up; ``ru_maxrss`` alone would hide that).
+their memory adds up; ``ru_maxrss`` alone would hide that), with the peak sum
+of PSS beside it (shared pages split among the processes sharing them, so a
+forked worker's view of its parent is not counted twice).
 
 Used by ``bench_build.py`` for our CLI and for the reference's, so both sides are
 measured by the same code.
@@ -39,20 +41,46 @@ def _children_map() -> dict[int, list[int]]:
     return kids
 
 
-def tree_rss_bytes(root_pid: int) -> int:
-    """Sum of the resident set of ``root_pid`` and all its descendants now."""
+def _tree(root_pid: int) -> list[int]:
     kids = _children_map()
-    total = 0
-    stack = [root_pid]
+    out, stack = [], [root_pid]
     while stack:
         pid = stack.pop()
+        out.append(pid)
         stack.extend(kids.get(pid, ()))
+    return out
+
+
+def tree_rss_bytes(root_pid: int) -> int:
+    """Sum of the resident set of ``root_pid`` and all its descendants now."""
+    return tree_memory(root_pid)[0]
+
+
+def tree_memory(root_pid: int) -> tuple[int, int]:
+    """``(RSS sum, PSS sum)`` in bytes over ``root_pid`` and its descendants.
+
+    RSS counts a page shared by several processes (a forked worker's view
+    of its parent's heap, the interpreter's own pages) once in each of them;
+    PSS (``/proc/PID/smaps_rollup``) splits it among them, so the PSS sum is
+    the memory the tree really occupies. 0 for PSS where the kernel has no
+    ``smaps_rollup``.
+    """
+    rss = pss = 0
+    for pid in _tree(root_pid):
         try:
             with open(f"/proc/{pid}/statm", "rb") as fh:
-                total += int(fh.read().split()[1]) * _PAGE
+                rss += int(fh.read().split()[1]) * _PAGE
         except (OSError, IndexError, ValueError):
             continue
-    return total
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            pass
+    return rss, pss
 
 
 def run_measured(
@@ -83,14 +111,15 @@ def run_measured(
         proc = subprocess.Popen(
             cmd, cwd=cwd, env=env, stdin=inp, stdout=out, stderr=err
         )
-        peak_tree = 0
+        peak_tree = peak_pss = 0
         status = 0
         usage = None
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            peak_tree = max(peak_tree, tree_rss_bytes(proc.pid))
+            rss, pss = tree_memory(proc.pid)
+            peak_tree, peak_pss = max(peak_tree, rss), max(peak_pss, pss)
             if time.perf_counter() - t0 > timeout_s:
                 proc.kill()
             time.sleep(sample_s)
@@ -110,6 +139,7 @@ def run_measured(
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "maxrss_mb": usage.ru_maxrss / 1024.0,
         "tree_peak_rss_mb": peak_tree / 2**20,
+        "tree_peak_pss_mb": peak_pss / 2**20,
         "stdout": stdout,
         "stderr": stderr,
     }

@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen
+from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.tokenize import term_counts
 from pycsamt_lsp.model.lazy import load_persisted
 from pycsamt_lsp.model.package import (
@@ -46,6 +47,7 @@ __all__ = [
     "pack_batch",
     "process_file",
     "save_model",
+    "worker_init",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,6 +151,15 @@ PackedFile = tuple[
 ]
 
 _ENCODE_MODEL = json.JSONEncoder().encode  # json.dumps' defaults, as save_model
+
+
+def worker_init() -> None:
+    """Initializer of a build's worker processes: no cyclic collection
+    (``heap.no_gc``). Being here, it also makes a spawned worker import
+    this module (the chunkers, the model extractor, the tokenizer) as it
+    starts, while the parent still lists the corpus, not when its first
+    batch arrives."""
+    heap.no_gc()
 
 
 def pack_batch(args: tuple[Profile, str, list[BuildJob]]) -> list[PackedFile]:

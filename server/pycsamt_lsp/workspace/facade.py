@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -56,6 +57,7 @@ from pycsamt_lsp.model.state import (
     module_files,
     pack_batch,
     process_file,
+    worker_init,
 )
 from pycsamt_lsp.storage.atomic import atomic_open
 from pycsamt_lsp.storage.cleanup import remove_stale_temps
@@ -402,12 +404,17 @@ class Workspace:
         """
         if not writable(self.index_dir):
             return None
-        with self._lock, heap.paused_gc():
+        with self._lock, heap.paused_gc(), ExitStack() as stack:
             t0 = time.perf_counter()
             if progress:
                 progress(0, f"scanning {self.root}")
             refused: dict[str, str] = {}  # not regular, outside, bad names
-            listed = dict(iter_corpus_files(self.root, self.profile, refused))
+            pools: list[ProcessPoolExecutor] = []
+            listed: dict[str, Path] = {}
+            for rel, path in iter_corpus_files(self.root, self.profile, refused):
+                listed[rel] = path
+                if len(listed) == _PARALLEL_MIN_FILES:
+                    self._start_pool(pools, stack)  # starts while we list
             modules = module_files(self.root, self.profile.package)
             rels = sorted(listed.keys() | modules.keys())
             jobs: list[BuildJob] = [
@@ -420,6 +427,8 @@ class Workspace:
                 for rel in rels
             ]
             listed_pos = {rel: i for i, rel in enumerate(listed)}
+            if len(jobs) >= _PARALLEL_MIN_FILES:
+                self._start_pool(pools, stack)
             errors: dict[str, str] = {}
             failed: dict[str, list[str]] = {"too_large": [], "unreadable": []}
             digests: dict[str, bytes] = {}
@@ -433,7 +442,8 @@ class Workspace:
             ):
                 writer = ChunkWriter(chunks_fh)
                 models = ModelWriter(model_fh, self.profile.package)
-                for i, packed in enumerate(self._packed_in_order(jobs)):
+                packed_files = self._packed_in_order(jobs, pools[0] if pools else None)
+                for i, packed in enumerate(packed_files):
                     rel, failure, digest, chunks, record, model_sha = packed
                     t_first = t_first or time.perf_counter()
                     if failure is not None:
@@ -457,6 +467,8 @@ class Workspace:
                             f"parsed {i + 1}/{total} files",
                         )
                 models.finish({r: model_shas[r] for r in modules if r in model_shas})
+                for pool in pools:  # the workers exit before the index files' peak
+                    pool.shutdown()
                 t_parsed = time.perf_counter()
             if progress:
                 progress(88, "writing the BM25 index")
@@ -505,8 +517,31 @@ class Workspace:
                 heap.compact()
         return report
 
-    def _packed_in_order(self, jobs: list[BuildJob]) -> Iterator[PackedFile]:
-        """``pack_batch`` over *jobs*, results yielded in job order.
+    def _start_pool(self, pools: list[ProcessPoolExecutor], stack: ExitStack) -> None:
+        """Start the build's worker processes now (once, into *pools*).
+
+        Called as soon as the listing shows the corpus is large enough, so
+        the workers' interpreter start and imports (``worker_init``) overlap
+        the rest of the listing instead of following it. The pool is shut
+        down when *stack* closes, its queued batches cancelled (a failed
+        write does not wait for them).
+        """
+        if pools or self.workers < 2:
+            return
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=pool_context(), initializer=worker_init
+        )
+        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+        pools.append(pool)
+        with main_script_hidden():  # each submit starts one process
+            for _ in range(self.workers):
+                pool.submit(os.getpid)
+
+    def _packed_in_order(
+        self, jobs: list[BuildJob], pool: ProcessPoolExecutor | None
+    ) -> Iterator[PackedFile]:
+        """``pack_batch`` over *jobs* (in *pool*, else here), results yielded
+        in job order.
 
         Large files go first, each alone, so the workers finish together
         (the longest parse does not start last); the rest follow in path
@@ -521,16 +556,8 @@ class Workspace:
                 sizes.append(0)
         batches = plan_batches(sizes, self.workers)
         args = [(self.profile, str(self.root), [jobs[i] for i in b]) for b in batches]
-        if self.workers > 1 and len(jobs) >= _PARALLEL_MIN_FILES:
-            pool = ProcessPoolExecutor(
-                self.workers, mp_context=pool_context(), initializer=heap.no_gc
-            )
-            try:
-                with main_script_hidden():  # the workers start in map's submits
-                    outs = pool.map(pack_batch, args)
-                yield from _in_order(batches, outs)
-            finally:  # a failed write does not wait for the batches still queued
-                pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            yield from _in_order(batches, pool.map(pack_batch, args))
         else:
             yield from _in_order(batches, map(pack_batch, args))
 
