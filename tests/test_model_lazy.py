@@ -196,3 +196,20 @@ def test_a_foreign_document_is_refused(tmp_path: Path, mutate) -> None:
     path.write_text(json.dumps(doc), "utf-8")
     with pytest.raises((ValueError, KeyError, TypeError, AttributeError)):
         load_persisted(path)
+
+
+def test_a_dropped_model_closes_its_file_without_the_cyclic_gc(tmp_path: Path) -> None:
+    import gc
+    import weakref
+
+    _root, idx, _built, _shas = _persisted(tmp_path)
+    model, _ = load_persisted(idx / MODEL_FILE)
+    for info in model._files.values():
+        _ = info.functions  # decoded modules sit in the LRU
+    facts_ref = weakref.ref(_facts(model))
+    gc.disable()
+    try:
+        del model, info
+        assert facts_ref() is None  # no cycle: reference counting frees it
+    finally:
+        gc.enable()

@@ -31,6 +31,7 @@ import json
 import os
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import fields
 from pathlib import Path
@@ -61,7 +62,11 @@ class ModelFacts:
         self.fd = os.open(self.path, os.O_RDONLY)
         self.budget = budget
         self.lock = threading.Lock()
-        self.kept: OrderedDict[int, tuple[LazyModuleInfo, int]] = OrderedDict()
+        # weak: the modules own this object (their source), not the reverse,
+        # so a replaced model and its descriptor go with reference counting
+        self.kept: OrderedDict[int, tuple[weakref.ref[LazyModuleInfo], int]] = (
+            OrderedDict()
+        )
         self.kept_bytes = 0
         self.decodes = 0  # how many module slices were decoded (tests, benchmarks)
 
@@ -80,12 +85,14 @@ class ModelFacts:
         old = self.kept.pop(key, None)
         if old is not None:
             self.kept_bytes -= old[1]
-        self.kept[key] = (info, size)
+        self.kept[key] = (weakref.ref(info), size)
         self.kept_bytes += size
         while self.kept_bytes > self.budget and len(self.kept) > _MIN_KEPT:
-            _, (victim, vsize) = self.kept.popitem(last=False)
+            _, (ref, vsize) = self.kept.popitem(last=False)
             self.kept_bytes -= vsize
-            victim._drop()
+            victim = ref()
+            if victim is not None:
+                victim._drop()
 
     def touch(self, info: LazyModuleInfo) -> None:
         """Mark *info* as just used. Called with :attr:`lock` held."""
@@ -109,7 +116,7 @@ class LazyModuleInfo(ModuleInfo):
     ``ModuleInfo`` with the same facts.
     """
 
-    __slots__ = ("_facts", "_span")
+    __slots__ = ("__weakref__", "_facts", "_span")
 
     _facts: ModelFacts | None
     _span: tuple[int, int] | None
