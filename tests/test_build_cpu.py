@@ -220,3 +220,74 @@ def test_may_hold_secret_is_its_two_regexes_at_every_length():
     for word in _WORDS:  # each alternative alone, in a long and a short text
         for text in (word, "x" * 300 + " " + word + " " + "y" * 300):
             assert s.may_hold_secret(text) == spec(text), word
+
+
+# -- docstrings and term counts: the same values, computed once -----------------
+
+
+def test_docstring_is_ast_get_docstring_once_per_node():
+    import ast
+    import inspect
+
+    from pycsamt_lsp.pyast.docstrings import cleandoc, docstring
+
+    src = '''"""Module.
+
+    Indented.
+"""
+class A:
+    """\\tTabbed first line.
+
+        deeper
+      shallower
+
+    """
+    def f(self):
+        "one line  "
+    def g(self):
+        x = 1
+async def h():
+    """
+
+    starts blank
+    """
+'''
+    tree = ast.parse(src)
+    owners = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(
+            n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        )
+    ]
+    for node in owners:
+        assert docstring(node) == ast.get_docstring(node)
+        assert docstring(node) == ast.get_docstring(node)  # the kept value
+    with pytest.raises(TypeError):
+        docstring(tree.body[1].body[0])  # an Expr cannot have one
+    rnd = random.Random(9)
+    parts = ["", " ", "  ", "\t", "\n", "x", " y ", "\u3000", "\x0c", "\r", "    z"]
+    for _ in range(20000):
+        text = "".join(rnd.choice(parts) for _ in range(rnd.randint(0, 10)))
+        assert cleandoc(text) == inspect.cleandoc(text), repr(text)
+
+
+def test_term_counts_are_the_per_word_merge_in_first_seen_order():
+    from collections import Counter
+
+    from pycsamt_lsp.index.tokenize import _WORD, term_counts, word_tokens
+
+    def merged(text: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for raw, n in Counter(_WORD.findall(text)).items():
+            for tok in word_tokens(raw):
+                counts[tok] = counts.get(tok, 0) + n
+        return counts
+
+    text = (
+        "StaticShiftAgent estimate_ss_ama foo_foo Foo foo __init__ HTTPServer "
+        "the a x1 ss estimate static_shift StaticShift 2024 v2_beta"
+    )
+    for t in (text, text * 3, "", "one", text[::-1]):
+        got = term_counts(t)
+        assert list(got.items()) == list(merged(t).items())

@@ -12,6 +12,7 @@ import ast
 
 from pycsamt_lsp.chunking.chunk import Chunk
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.pyast.docstrings import docstring
 from pycsamt_lsp.pyast.signatures import format_params, params_of, signature_of
 from pycsamt_lsp.pyast.signatures import unparse as _unparse
 
@@ -121,7 +122,7 @@ class _FileChunker:
             kind,
             f"{self.module}.{qual}",
             node,
-            ast.get_docstring(node) or "",
+            docstring(node) or "",
             {
                 "name": node.name,
                 "signature": signature_of(node, self.text, params),
@@ -139,7 +140,7 @@ class _FileChunker:
             "python_symbol",
             f"{self.module}.{node.name}",
             node,
-            ast.get_docstring(node) or "",
+            docstring(node) or "",
             {
                 "name": node.name,
                 "signature": signature_of(node, self.text),
@@ -177,7 +178,7 @@ class _FileChunker:
         )
 
     def run(self) -> list[Chunk]:
-        mod_doc = ast.get_docstring(self.tree)
+        mod_doc = docstring(self.tree)
         if mod_doc:
             n_lines = max(len(self.lines), 1)
             self.chunks.append(

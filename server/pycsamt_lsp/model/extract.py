@@ -37,6 +37,7 @@ from pycsamt_lsp.model.facts import (
     module_name_for,
 )
 from pycsamt_lsp.model.pep562 import _GetattrAnalyzer
+from pycsamt_lsp.pyast.docstrings import docstring
 from pycsamt_lsp.text.secrets import mask, mask_tree
 
 
@@ -72,7 +73,7 @@ def _str_members(value: Any) -> list[str] | None:
 def _doc(node: ast.AST) -> str | None:
     """The docstring as hover and completion show it: credential values
     masked (a docstring example with a real key; issue 19)."""
-    doc = ast.get_docstring(node)  # type: ignore[arg-type]
+    doc = docstring(node)  # the chunker's, when it chunked this tree
     return mask(doc) if doc else doc
 
 
