@@ -100,14 +100,18 @@ class Profile:
         identity = " ".join(t for t in texts[:2] if t).lower().replace("\\", "/")
         if identity:
             for wf, markers in self.identity_markers:
-                if any(m in identity for m in markers):
-                    return wf
+                for m in markers:
+                    if m in identity:
+                        return wf
         blob = " ".join(t for t in texts if t).lower()
         if not blob:
             return None
+        # plain loops, not any(genexpr) (20% of this call per chunk in a
+        # build); one regex per workflow was 2.5x slower than the ``in`` scans
         for wf, keywords in self.workflows:
-            if any(k in blob for k in keywords):
-                return wf
+            for k in keywords:
+                if k in blob:
+                    return wf
         return None
 
     def workflow_for_path(self, rel: str) -> str | None:
