@@ -20,12 +20,14 @@ ranking arrays against ranking arrays built from scratch for the updated
 snapshot (both with the working tree's code).
 
 Nothing is written into the corpus: it is copied to a temporary folder.
-Exit status 1 when any ranking differs. Not a timing tool.
+Exit status 1 when any ranking differs. ``--latency REPS`` also times the two
+query paths in the same process, alternating which runs first (medians; the
+rankings are the ids compared above, so the A/B times equal work).
 
 Usage::
 
     .venv/bin/python benchmarks/rank_identity.py --root CORPUS [--against REV]
-        [--update N] [--index-dir DIR]
+        [--update N] [--index-dir DIR] [--latency REPS]
 """
 
 from __future__ import annotations
@@ -166,6 +168,39 @@ def compare(
     return n, bad, worst, examples
 
 
+def latency(
+    a: Ranker, b: Ranker, qs: list[tuple[str, str]], reps: int, stages: tuple
+) -> list[str]:
+    """Same-process A/B of the query path (old *a*, new *b*), alternating
+    which goes first per query; p50/p95 of ``search`` alone, ms."""
+    import statistics
+    import time
+
+    lines = []
+    for name, kw in (
+        ("full engine", {"k": 10, "per_file": 2}),
+        ("seed alone", {"k": 10, "per_file": 2, "disable": stages}),
+    ):
+        for _, q in qs[:50]:
+            a(q, kw), b(q, kw)
+        ta: list[float] = []
+        tb: list[float] = []
+        for r in range(reps):
+            for i, (_, q) in enumerate(qs):
+                pair = ((a, ta), (b, tb)) if (i + r) % 2 else ((b, tb), (a, ta))
+                for fn, acc in pair:
+                    t0 = time.perf_counter()
+                    fn(q, kw)
+                    acc.append(time.perf_counter() - t0)
+        pa, pb = statistics.median(ta) * 1e3, statistics.median(tb) * 1e3
+        qa, qb = (sorted(t)[int(0.95 * len(t))] * 1e3 for t in (ta, tb))
+        lines.append(
+            f"latency {name}: {len(qs)} queries x {reps}: p50 old {pa:.3f} ms, "
+            f"new {pb:.3f} ms (new/old {pb / pa:.2f}); p95 old {qa:.3f}, new {qb:.3f}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, required=True, help="corpus root (copied)")
@@ -173,6 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--update", type=int, default=3, help="files re-saved (0: none)")
     ap.add_argument(
         "--index-dir", type=Path, help="reuse (or create) a persisted index here"
+    )
+    ap.add_argument(
+        "--latency",
+        type=int,
+        default=0,
+        metavar="REPS",
+        help="also time old vs new query path (same process, alternating)",
     )
     args = ap.parse_args(argv)
     profile = load_profile()
@@ -204,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         for e in ex:
             print("  differs:", e)
         status |= bad > 0
+        if args.latency:
+            for line in latency(a, b, qs, args.latency, new_retrieval.STAGES):
+                print(line)
         if args.update:
             rels = sorted(r for r in snap.files if r.endswith(".py"))
             step = max(1, len(rels) // args.update)
