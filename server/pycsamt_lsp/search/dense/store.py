@@ -68,7 +68,10 @@ HEAD_CHARS = 600
 #: The recipes :func:`embed_text` knows; vectors made with another recipe
 #: (or another model) are never reused.
 TEXT_RECIPES = ("full", "head")
-#: The default recipe (chosen on the tuning split, see the module docstring).
+#: The default recipe, chosen on the tuning split: ``head`` costs a quarter
+#: of ``full`` (71-83 word pieces a chunk against 210 on the sdist) and with
+#: it fusion lifts the tuning split's MRR@10 (0.801 -> 0.818, sdist);
+#: ``full`` at 256 pieces was not measured on quality (4x the embedding).
 TEXT_RECIPE = "head"
 #: Texts sent to a backend per call: the progress step of a build.
 EMBED_GROUP = 128
