@@ -41,12 +41,36 @@ from pycsamt_lsp.pyast.docstrings import docstring
 from pycsamt_lsp.text.secrets import mask, mask_tree
 
 
+def _block_fields(cls: type) -> tuple[tuple[str, ...], bool, bool]:
+    """``(statement-list fields, has handlers, has cases)`` of a statement type."""
+    fields = cls._fields  # type: ignore[attr-defined]
+    blocks = tuple(n for n in ("body", "orelse", "finalbody") if n in fields)
+    return blocks, "handlers" in fields, "cases" in fields
+
+
+def _stmt_types(cls: type) -> Iterator[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _stmt_types(sub)
+
+
+#: Per statement type, where its nested statements are: most statements have
+#: none, and five ``getattr`` per statement were most of this walk.
+_BLOCKS = {cls: _block_fields(cls) for cls in _stmt_types(ast.stmt)}
+
+
 def _iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of a body, nested blocks included (no expressions)."""
     stack = list(reversed(body))
+    blocks_of = _BLOCKS.get
     while stack:
         st = stack.pop()
         yield st
+        spec = blocks_of(type(st))
+        if spec is not None:
+            blocks, handlers, cases = spec
+            if not blocks and not handlers and not cases:
+                continue
         nested: list[ast.stmt] = []
         for name in ("body", "orelse", "finalbody"):
             nested.extend(getattr(st, name, ()) or ())
