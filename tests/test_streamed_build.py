@@ -182,3 +182,22 @@ def test_plan_batches_takes_every_job_once_largest_alone_first(workers: int) -> 
     )
     rest = [i for b in batches[len(big) :] for i in b]
     assert rest == sorted(rest)  # path order
+
+
+def test_module_files_trusts_only_the_screen_it_is_told_of(tmp_path: Path) -> None:
+    from pycsamt_lsp.corpus.discovery import iter_corpus_files
+    from pycsamt_lsp.model.state import module_files
+
+    root = tmp_path / "corpus"
+    make_tree(root, 4)
+    (root / "geo/core/fifo.py").unlink(missing_ok=True)
+    os_link = root / "geo/core/outside.py"
+    os_link.symlink_to(tmp_path / "elsewhere.py")  # dangling: refused both ways
+    listed = dict(iter_corpus_files(root, PROFILE))
+    plain = module_files(root, "geo")
+    told = module_files(root, "geo", listed)
+    assert list(told.items()) == list(plain.items())
+    assert "geo/core/outside.py" not in told and "geo/app/gui.py" in told
+    # a path the caller did not screen under this name is screened here
+    fake = {**listed, "geo/core/outside.py": root / "geo/core/m0.py"}
+    assert "geo/core/outside.py" not in module_files(root, "geo", fake)

@@ -16,17 +16,16 @@ import json
 import logging
 import os
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
-from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen
+from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen, shown
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.tokenize import term_counts
-from pycsamt_lsp.model.lazy import load_persisted
 from pycsamt_lsp.model.package import (
     ModuleInfo,
     PackageModel,
@@ -58,9 +57,17 @@ _SKIP = frozenset(
 )
 
 
-def module_files(root: Path, package: str) -> dict[str, Path]:
+def module_files(
+    root: Path, package: str, screened: Mapping[str, Path] | None = None
+) -> dict[str, Path]:
     """Every module file of the package under ``root`` (flat or src layout):
-    ``rel -> path``."""
+    ``rel -> path``.
+
+    *screened*: files the caller already passed through
+    :func:`~pycsamt_lsp.corpus.safety.screen` under the same root (the
+    index's listing, in a build): only their size is checked again, not
+    their name and link target (that check was most of this function's
+    time, on the build's serial path)."""
     out: dict[str, Path] = {}
     walks = (w for top in package_dirs(root, package) for w in os.walk(top))
     for dirpath, dirnames, filenames in walks:
@@ -73,7 +80,34 @@ def module_files(root: Path, package: str) -> dict[str, Path]:
             if module_name_for(rel, package) is not None:
                 out[rel] = Path(dirpath) / fn
     # no FIFO, symlink out of the corpus, bad name or 50 MB file (issue 19)
-    return dict(screen(root, out.items(), max_bytes=MODEL_MAX_BYTES))
+    if not screened:
+        return dict(screen(root, out.items(), max_bytes=MODEL_MAX_BYTES))
+    fresh = dict(
+        screen(
+            root,
+            ((r, p) for r, p in out.items() if screened.get(r) != p),
+            max_bytes=MODEL_MAX_BYTES,
+        )
+    )
+    kept: dict[str, Path] = {}
+    for rel, path in out.items():  # in walk order, as screen() keeps it
+        if screened.get(rel) != path:
+            if rel in fresh:
+                kept[rel] = path
+            continue
+        try:
+            why = (
+                f"larger than {MODEL_MAX_BYTES} bytes"
+                if os.stat(path).st_size > MODEL_MAX_BYTES
+                else None
+            )
+        except OSError as exc:
+            why = f"unreadable ({exc.strerror})"
+        if why:
+            log.info("skipped %s: %s", shown(rel), why)
+        else:
+            kept[rel] = path
+    return kept
 
 
 def module_info(
@@ -305,17 +339,10 @@ def _write_model(fh: Any, model: PackageModel, shas: dict[str, str]) -> None:
     written one module at a time: the whole document as one string (and its
     UTF-8 copy) was 26 MB of a build's peak on the pyCSAMT sdist."""
     enc = json.JSONEncoder().encode  # json.dumps' defaults, C encoder
-    fh.write(b'{"model": {')
-    for i, (key, value) in enumerate(model.to_dict().items()):
-        fh.write(f"{', ' if i else ''}{enc(key)}: ".encode())
-        if key == "files" and isinstance(value, dict):
-            fh.write(b"{")
-            for j, (rel, info) in enumerate(value.items()):
-                fh.write(f"{', ' if j else ''}{enc(rel)}: {enc(info)}".encode())
-            fh.write(b"}")
-        else:
-            fh.write(enc(value).encode())
-    fh.write(f'}}, "shas": {enc(shas)}}}'.encode())
+    fh.write(b'{"model": ')
+    for piece in model.iter_json():  # one module at a time (issue 18)
+        fh.write(piece)
+    fh.write(f', "shas": {enc(shas)}}}'.encode())
 
 
 def load_model(
@@ -337,7 +364,7 @@ def load_model(
     if path.is_file():
         try:
             # modules' functions, classes and docs decoded on first use
-            model, shas = load_persisted(path, root)
+            model, shas = PackageModel.load_persisted(path, root)
             if model.package != package:
                 raise ValueError(f"model is of package {model.package!r}")
         except (

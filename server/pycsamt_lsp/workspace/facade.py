@@ -415,7 +415,7 @@ class Workspace:
                 listed[rel] = path
                 if len(listed) == _PARALLEL_MIN_FILES:
                     self._start_pool(pools, stack)  # starts while we list
-            modules = module_files(self.root, self.profile.package)
+            modules = module_files(self.root, self.profile.package, listed)
             rels = sorted(listed.keys() | modules.keys())
             jobs: list[BuildJob] = [
                 (
