@@ -126,7 +126,7 @@ class _GetattrAnalyzer:
                 "__getattr__ returns for names not drawn from a literal collection"
             )
             return
-        for n in names.names:
+        for n in sorted(names.names):  # a frozenset: hash order (issue 18)
             if n in self.admitted:
                 continue
             target = None
@@ -145,7 +145,7 @@ class _GetattrAnalyzer:
         arg = None
         if isinstance(exc, ast.Call) and exc.args:
             arg = exc.args[0]
-        for n in names.names:
+        for n in sorted(names.names):  # persisted order: not hash order
             if n in self.admitted or n in self.removed:
                 continue
             msg = None
