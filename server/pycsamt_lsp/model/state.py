@@ -137,11 +137,22 @@ def process_file(
     it alone) and the extracted module facts do.
     """
     rel, data, profile, index = args
+    fc, info = _parse(rel, data, profile, index)
+    # plain dicts: a Counter pickles as a call that rebuilds it on arrival
+    fc.counts = [dict(c) for c in fc.counts or ()]
+    return rel, fc, info
+
+
+def _parse(
+    rel: str, data: bytes, profile: Profile, index: bool
+) -> tuple[FileChunks, ModuleInfo | None]:
+    """Chunks with their term counts (``fc.counts``) and module facts, from
+    one parse; the tree is dropped."""
     fc = chunk_file(rel, data, profile) if index else FileChunks([])
-    fc.counts = [dict(term_counts(c.text)) for c in fc.chunks]
+    fc.counts = [term_counts(c.text) for c in fc.chunks]
     info = module_info(rel, data, profile.package, fc.tree)
     fc.tree = None
-    return rel, fc, info
+    return fc, info
 
 
 # -- the streamed build's worker side -------------------------------------------
@@ -226,7 +237,7 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
             else:
                 digest = hashlib.sha256(data).digest()
         if data is not None:
-            _rel, fc, info = process_file((rel, data, profile, True))
+            fc, info = _parse(rel, data, profile, True)
             chunks = _pack_chunks(fc)
             return (
                 rel,
@@ -242,7 +253,7 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
         raw = b"" if rel.endswith((".so", ".pyd")) else path.read_bytes()
     except OSError:
         return rel, failed, None, None, None, None
-    _rel, _fc, info = process_file((rel, raw, profile, False))
+    _fc, info = _parse(rel, raw, profile, False)
     return rel, failed, None, None, _model_record(info, profile, root), sha_hex(raw)
 
 
