@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pycsamt_lsp.model.lazy import _MIN_KEPT, LazyModuleInfo, load_persisted
+from pycsamt_lsp.model.lazy import _MIN_KEPT, LazyModuleInfo
 from pycsamt_lsp.model.package import ModuleInfo, PackageModel
 from pycsamt_lsp.model.state import MODEL_FILE, load_model, module_files, save_model
 
@@ -112,7 +112,7 @@ def test_loaded_model_is_lazy_and_equal(tmp_path: Path) -> None:
 
 def test_only_the_module_read_is_decoded(tmp_path: Path) -> None:
     _root, idx, _built, _shas = _persisted(tmp_path)
-    model, _ = load_persisted(idx / MODEL_FILE)
+    model, _ = PackageModel.load_persisted(idx / MODEL_FILE)
     facts = _facts(model)
     sig = model.signature("pkg.sub.rotate")
     assert sig is not None and sig["doc"] == "Rotate to strike."
@@ -122,7 +122,7 @@ def test_only_the_module_read_is_decoded(tmp_path: Path) -> None:
 
 def test_eviction_past_the_budget_reads_again(tmp_path: Path) -> None:
     _root, idx, built, _shas = _persisted(tmp_path, extra=20)
-    model, _ = load_persisted(idx / MODEL_FILE, budget=0)
+    model, _ = PackageModel.load_persisted(idx / MODEL_FILE, budget=0)
     facts = _facts(model)
     infos = list(model._files.values())
     assert len(infos) > 2 * _MIN_KEPT
@@ -144,7 +144,7 @@ def test_eviction_past_the_budget_reads_again(tmp_path: Path) -> None:
 
 def test_assignment_pins_a_field(tmp_path: Path) -> None:
     _root, idx, built, _shas = _persisted(tmp_path)
-    model, _ = load_persisted(idx / MODEL_FILE, budget=0)
+    model, _ = PackageModel.load_persisted(idx / MODEL_FILE, budget=0)
     info = model._files["pkg/ss.py"]
     assert isinstance(info, LazyModuleInfo)
     info.doc = "replaced"
@@ -164,7 +164,7 @@ def test_file_replaced_after_load_still_reads_the_old_facts(tmp_path: Path) -> N
     assert model.to_dict() == built.to_dict()
     # and persisting the lazy model again writes what the built one wrote
     save_model(idx, model, shas)
-    again, shas2 = load_persisted(idx / MODEL_FILE)
+    again, shas2 = PackageModel.load_persisted(idx / MODEL_FILE)
     assert again.to_dict() == built.to_dict() and shas2 == shas
 
 
@@ -174,7 +174,7 @@ def test_a_non_ascii_file_loads_eagerly(tmp_path: Path) -> None:
     doc = json.loads(path.read_text("utf-8"))
     path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
     assert not path.read_bytes().isascii()
-    model, shas2 = load_persisted(path)
+    model, shas2 = PackageModel.load_persisted(path)
     assert not any(isinstance(i, LazyModuleInfo) for i in model._files.values())
     assert model.to_dict() == built.to_dict() and shas2 == shas
 
@@ -195,7 +195,7 @@ def test_a_foreign_document_is_refused(tmp_path: Path, mutate) -> None:
     mutate(doc)
     path.write_text(json.dumps(doc), "utf-8")
     with pytest.raises((ValueError, KeyError, TypeError, AttributeError)):
-        load_persisted(path)
+        PackageModel.load_persisted(path)
 
 
 def test_a_dropped_model_closes_its_file_without_the_cyclic_gc(tmp_path: Path) -> None:
@@ -203,7 +203,7 @@ def test_a_dropped_model_closes_its_file_without_the_cyclic_gc(tmp_path: Path) -
     import weakref
 
     _root, idx, _built, _shas = _persisted(tmp_path)
-    model, _ = load_persisted(idx / MODEL_FILE)
+    model, _ = PackageModel.load_persisted(idx / MODEL_FILE)
     for info in model._files.values():
         _ = info.functions  # decoded modules sit in the LRU
     facts_ref = weakref.ref(_facts(model))
@@ -213,3 +213,21 @@ def test_a_dropped_model_closes_its_file_without_the_cyclic_gc(tmp_path: Path) -
         assert facts_ref() is None  # no cycle: reference counting frees it
     finally:
         gc.enable()
+
+
+def test_iter_json_is_json_dumps_and_persisting_decodes_nothing(tmp_path: Path) -> None:
+    _root, idx, built, shas = _persisted(tmp_path)
+    assert b"".join(built.iter_json()) == json.dumps(built.to_dict()).encode()
+    model, _ = PackageModel.load_persisted(idx / MODEL_FILE)
+    facts = _facts(model)
+    before = (idx / MODEL_FILE).read_bytes()
+    save_model(idx, model, shas)  # unchanged lazy modules: copied, not decoded
+    assert facts.decodes == 0
+    assert (idx / MODEL_FILE).read_bytes() == before
+    # a module replaced after the load is encoded from its new facts
+    model.update_file("pkg/sub/tools.py", b"def rotate(z):\n    return z\n")
+    save_model(idx, model, shas)
+    again, _ = PackageModel.load_persisted(idx / MODEL_FILE)
+    assert again.to_dict() == model.to_dict()
+    assert again.signature("pkg.sub.tools.rotate")["params"][0]["name"] == "z"
+    assert b"".join(again.iter_json()) == json.dumps(again.to_dict()).encode()

@@ -7,7 +7,7 @@ docstrings were ~35 MB of the server's RSS; the names a module binds (what
 resolution, suggestions and the validator's whole-package scans walk) are a
 few MB.
 
-So :func:`load_persisted` keeps, per module, a :class:`LazyModuleInfo`: every
+So :func:`read_persisted` (for :meth:`PackageModel.load_persisted`) keeps, per module, a :class:`LazyModuleInfo`: every
 field of :class:`~pycsamt_lsp.model.extract.ModuleInfo` decoded except
 ``doc``, ``functions`` and ``classes``, plus where the module's JSON object
 sits in ``package_model.json``. The first read of one of those three fields
@@ -40,7 +40,7 @@ from typing import Any
 from pycsamt_lsp.model.extract import ModuleInfo
 from pycsamt_lsp.model.facts import MODEL_VERSION, ClassInfo, FunctionInfo
 
-__all__ = ["LazyModuleInfo", "ModelFacts", "load_persisted"]
+__all__ = ["DEFAULT_BUDGET", "LazyModuleInfo", "ModelFacts", "read_persisted"]
 
 #: Decoded JSON bytes of module facts an LRU keeps (about 4x that in objects).
 DEFAULT_BUDGET = 768 * 1024
@@ -187,6 +187,18 @@ class LazyModuleInfo(ModuleInfo):
             _BASE_FUNCTIONS.__set__(self, functions)
             _BASE_CLASSES.__set__(self, classes)
 
+    def persisted_json(self) -> str | None:
+        """The module's JSON object as the persisted file holds it (what
+        ``json.dumps(self.to_dict())`` gives), or None once a lazy field was
+        assigned (then the file no longer describes this module)."""
+        span, facts = self._span, self._facts
+        if span is None or facts is None:
+            return None
+        raw = os.pread(facts.fd, span[1], span[0])
+        if len(raw) != span[1]:
+            raise OSError(f"{facts.path}: short read at {span[0]}")
+        return raw.decode("ascii")
+
     @property  # type: ignore[override]
     def doc(self) -> str | None:
         """The module docstring (decoded on first read)."""
@@ -274,21 +286,23 @@ class _Cursor:
             return
 
 
-def load_persisted(
-    path: Path, root: Path | None = None, *, budget: int = DEFAULT_BUDGET
-) -> tuple[Any, dict[str, str]]:
-    """``(PackageModel, shas)`` from ``package_model.json`` (the document
-    ``{"model": PackageModel.to_dict(), "shas": {...}}``), modules lazy.
+def read_persisted(
+    path: Path, *, budget: int = DEFAULT_BUDGET
+) -> tuple[dict[str, Any], dict[str, ModuleInfo] | None, dict[str, str]]:
+    """``package_model.json`` (the document ``{"model": PackageModel.to_dict(),
+    "shas": {...}}``) as ``(model, files, shas)``.
 
+    ``files`` maps every module file to a :class:`LazyModuleInfo` and
+    ``model`` holds the other keys of the model (version checked); for a
+    file that is not pure ASCII ``files`` is None and ``model`` is the whole
+    decoded model, for :meth:`PackageModel.from_dict`.
     :class:`ValueError` (or ``KeyError``/``TypeError``) for a document of
     another version or shape, as :meth:`PackageModel.from_dict` raises.
     """
-    from pycsamt_lsp.model.package import PackageModel  # package imports lazy
-
     raw = Path(path).read_bytes()
     if not raw.isascii():  # not our writer's ensure_ascii output: eager
         doc = json.loads(raw.decode("utf-8"))
-        return PackageModel.from_dict(doc["model"], root), dict(doc["shas"])
+        return doc["model"], None, dict(doc["shas"])
     text = raw.decode("ascii")
     del raw
     facts = ModelFacts(Path(path), budget)
@@ -326,7 +340,7 @@ def load_persisted(
         raise ValueError(
             f"package model version {model_d.get('model_version')} != {MODEL_VERSION}"
         )
-    model = PackageModel(model_d["package"], root)
-    model._files = files
-    model._dirs = set(model_d["dirs"])
-    return model, dict(shas)
+    if not isinstance(model_d.get("package"), str):
+        raise TypeError("package model: 'package' is not a string")
+    model_d["dirs"] = list(model_d["dirs"])
+    return model_d, files, dict(shas)

@@ -41,9 +41,10 @@ updates a :class:`PackageModel` and re-exports the names its importers use.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,7 @@ from pycsamt_lsp.model.facts import (
 )
 from pycsamt_lsp.model.facts import UNKNOWN as UNKNOWN
 from pycsamt_lsp.model.facts import package_dir as package_dir
+from pycsamt_lsp.model.lazy import DEFAULT_BUDGET, LazyModuleInfo, read_persisted
 from pycsamt_lsp.model.members import _MembersBase
 from pycsamt_lsp.model.suggest import _SuggestIndex
 
@@ -291,6 +293,41 @@ class PackageModel(_MembersBase):
             "files": {rel: info.to_dict() for rel, info in sorted(self._files.items())},
             "dirs": sorted(self._dirs),
         }
+
+    def iter_json(self) -> Iterator[bytes]:
+        """``json.dumps(self.to_dict())`` in pieces, one module at a time.
+
+        What ``save_model`` writes: no whole-document dict or string is ever
+        held (that was ~40 MB of transient objects, left as heap growth of a
+        server after each persist), and a module still lazy from the last
+        load is copied from the file it came from instead of being decoded
+        and encoded again (the same bytes: the same encoder wrote them).
+        """
+        enc = json.JSONEncoder().encode  # json.dumps' defaults, C encoder
+        yield (
+            f'{{"model_version": {enc(MODEL_VERSION)}, '
+            f'"package": {enc(self.package)}, "files": {{'
+        ).encode()
+        for j, (rel, info) in enumerate(sorted(self._files.items())):
+            raw = info.persisted_json() if isinstance(info, LazyModuleInfo) else None
+            text = raw if raw is not None else enc(info.to_dict())
+            yield f"{', ' if j else ''}{enc(rel)}: {text}".encode()
+        yield f'}}, "dirs": {enc(sorted(self._dirs))}}}'.encode()
+
+    @classmethod
+    def load_persisted(
+        cls, path: Path, root: Path | None = None, *, budget: int = DEFAULT_BUDGET
+    ) -> tuple[PackageModel, dict[str, str]]:
+        """``(model, shas)`` from ``package_model.json``, every module lazy
+        (:mod:`pycsamt_lsp.model.lazy`: functions, classes and docstrings are
+        decoded from the file on first read); errors as :meth:`from_dict`."""
+        head, files, shas = read_persisted(path, budget=budget)
+        if files is None:
+            return cls.from_dict(head, root), shas
+        model = cls(head["package"], root)
+        model._files = files
+        model._dirs = set(head["dirs"])
+        return model, shas
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], root: Path | None = None) -> PackageModel:
