@@ -299,6 +299,32 @@ def test_snippet_skips_the_header():
     assert len(snippet_of("word " * 200)) <= 240
 
 
+def _snippet_whole(text: str, limit: int = 240) -> str:
+    """The snippet computed from every line (what snippet_of's prefix must equal)."""
+    skip = ("Symbol:", "Signature:", "File:", "Docstring:", "Code:", "Module:")
+    body = [
+        ln
+        for ln in (x.strip() for x in text.splitlines())
+        if ln and not ln.startswith((*skip, "Document:"))
+    ]
+    out = " ".join(body)
+    return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Code:\n" * 2000 + "the only body line",  # the prefix holds no body
+        "\r" * 3839 + "\r\nab" * 500,  # a \r\n boundary cut by the prefix
+        ("word " * 30 + "\n") * 400,  # long lines, the prefix suffices
+        "x" * 5000,  # one line longer than the prefix
+    ],
+)
+def test_snippet_of_a_long_chunk_equals_the_whole_texts(text):
+    for limit in (240, 40):
+        assert snippet_of(text, limit) == _snippet_whole(text, limit)
+
+
 # -- through the workspace: result fields and the user's feedback file --------
 
 

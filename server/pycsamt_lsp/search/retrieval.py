@@ -385,18 +385,35 @@ def _ranked(
     return np.array(out, np.int64)
 
 
-def snippet_of(text: str, limit: int = 240) -> str:
-    """A short readable excerpt: docstring or body lines, not the header."""
-    lines = [ln.strip() for ln in text.splitlines()]
-    skip = (
-        "Symbol:",
-        "Signature:",
-        "File:",
-        "Docstring:",
-        "Code:",
-        "Module:",
-        "Document:",
+_SNIPPET_SKIP = (
+    "Symbol:",
+    "Signature:",
+    "File:",
+    "Docstring:",
+    "Code:",
+    "Module:",
+    "Document:",
+)
+
+
+def _snippet_body(lines: list[str]) -> str:
+    return " ".join(
+        ln for ln in map(str.strip, lines) if ln and not ln.startswith(_SNIPPET_SKIP)
     )
-    body = [ln for ln in lines if ln and not ln.startswith(skip)]
-    out = " ".join(body)
+
+
+def snippet_of(text: str, limit: int = 240) -> str:
+    """A short readable excerpt: docstring or body lines, not the header.
+
+    Reads only a prefix of a long chunk when its complete lines already give
+    more than *limit* characters (the lines of a prefix, all but its last,
+    are the text's first lines), so a 2,000-line module is not split whole
+    for 240 characters; the result is the same as from the whole text.
+    """
+    if len(text) > 16 * limit:
+        head = text[: 16 * limit].splitlines()[:-1]
+        out = _snippet_body(head)
+        if len(out) > limit:
+            return out[: limit - 1].rstrip() + "…"
+    out = _snippet_body(text.splitlines())
     return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"
