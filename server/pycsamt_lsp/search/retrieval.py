@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -77,10 +77,10 @@ class RankAux:
     symbol_slots: Mapping[str, np.ndarray]
     #: arrays of the ranking stages after the seed's composition (stages.py)
     stages: StageAux
-    #: the first 3 characters of every leaf, and the longest leaf: a query
-    #: substring can only be a leaf when it starts like one and is no longer
-    leaf_heads: frozenset[str] = frozenset()
-    leaf_max: int = 0
+    #: the first 3 characters of every leaf -> the longest leaf starting so:
+    #: a query substring can only be a leaf when it starts like one and is no
+    #: longer than the longest of those
+    leaf_heads: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, snap: Snapshot) -> RankAux:
@@ -119,8 +119,7 @@ class RankAux:
             leaf_slots={k: np.array(v, np.int64) for k, v in leaves.items()},
             symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
             stages=StageAux.of(snap),
-            leaf_heads=frozenset(x[:3] for x in leaves),
-            leaf_max=max(map(len, leaves), default=0),
+            leaf_heads=_heads({}, leaves),
         )
 
     def extended(self, snap: Snapshot, start: int) -> RankAux:
@@ -187,8 +186,7 @@ class RankAux:
             leaf_slots=leaves,
             symbol_slots=symbols,
             stages=self.stages.updated(snap),
-            leaf_heads=self.leaf_heads | {x[:3] for x in leaf_keys},
-            leaf_max=max(self.leaf_max, max(map(len, leaf_keys), default=0)),
+            leaf_heads=_heads(dict(self.leaf_heads), leaf_keys),
         )
 
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:
@@ -205,15 +203,16 @@ class RankAux:
 
         In the order of the substrings (run, start, end), each leaf once; a
         start whose first 3 characters begin no leaf is skipped whole, and no
-        substring is longer than the longest leaf.
+        substring is longer than the longest leaf that starts like it.
         """
         found: list[tuple[str, np.ndarray]] = []
         seen: set[str] = set()
-        heads, longest, slots = self.leaf_heads, self.leaf_max, self.leaf_slots
+        heads, slots = self.leaf_heads, self.leaf_slots
         for run in _IDENT_RUN.findall(query_lower):
             n = len(run)
             for i in range(n - 2):
-                if run[i : i + 3] not in heads:
+                longest = heads.get(run[i : i + 3])
+                if longest is None:
                     continue
                 for j in range(i + 3, min(n, i + longest) + 1):
                     hit = slots.get(sub := run[i:j])
@@ -221,6 +220,15 @@ class RankAux:
                         seen.add(sub)
                         found.append((sub, hit))
         return found
+
+
+def _heads(heads: dict[str, int], leaves: Iterable[str]) -> dict[str, int]:
+    """*heads* (``first 3 characters -> longest leaf``) with *leaves* added."""
+    for leaf in leaves:
+        h = leaf[:3]
+        if len(leaf) > heads.get(h, 0):
+            heads[h] = len(leaf)
+    return heads
 
 
 @dataclass(frozen=True)
