@@ -1,7 +1,18 @@
 """Server-level figures on the real corpus, through a real LSP client over stdio.
 
-- time from ``initialize`` to the first query answered, cold (no persisted
-  index) and warm (persisted index loaded);
+- warm start: a new server process that finds a persisted, up-to-date index
+  and package model; time from spawning it to the ``initialize`` answer
+  (interpreter + imports), from ``initialized`` to the first query answered
+  (the index load), and the whole spawn -> first answer (medians);
+- resident memory: the server's ``VmRSS`` (and anonymous / file-backed parts)
+  after ``initialize``, after the first query and settled (package model
+  loaded, a diagnostics pass done), medians of the warm runs; plus an
+  in-process breakdown by phase (imports, index snapshot, ranking arrays,
+  package model, suggestion index) as RSS deltas with freed heap returned to
+  the OS between phases (``malloc_trim``), in a fresh process each time;
+- side by side with the reference (pyCSAMT 2.6.4's own assistant in its own
+  venv): a fresh ``query`` process of each (load + one query: wall time and
+  peak RSS), as ratios ours / reference;
 - time from a file write (plus its ``didChangeWatchedFiles``) to the query
   that finds the new function;
 - diagnostics latency for a 1,000-line buffer with 30 package imports:
@@ -19,10 +30,12 @@ import asyncio
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
@@ -30,6 +43,9 @@ from pygls.lsp.client import LanguageClient
 from pycsamt_lsp.corpus.discovery import fetch_corpus
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.workspace.facade import Workspace
+
+sys.path.insert(0, str(Path(__file__).parent))  # benchmarks/ is not a package
+from measure import run_measured
 
 IMPORTS = [
     "from pycsamt.agents import StaticShiftAgent",
@@ -83,6 +99,12 @@ class Client:
 
     async def start(self, root: Path, index_dir: Path) -> float:
         """Initialize; returns seconds until the first query is answered."""
+        return (await self.start_phases(root, index_dir))["spawn_to_query_s"]
+
+    async def start_phases(self, root: Path, index_dir: Path) -> dict[str, Any]:
+        """Spawn and initialize the server, then query once: the times of each
+        phase and the server's memory after ``initialize`` and after the
+        first answer."""
         t0 = time.perf_counter()
         await self.lc.start_io(sys.executable, "-m", "pycsamt_lsp", "serve")
         caps = types.ClientCapabilities(
@@ -105,9 +127,30 @@ class Client:
                 root_uri=root.as_uri(),
             )
         )
+        t1 = time.perf_counter()
+        mem_init = self.memory()
         self.lc.initialized(types.InitializedParams())
         await self.query("static shift correction")
-        return time.perf_counter() - t0
+        t2 = time.perf_counter()
+        return {
+            "spawn_to_initialize_s": t1 - t0,
+            "initialized_to_query_s": t2 - t1,
+            "spawn_to_query_s": t2 - t0,
+            "mem_after_initialize": mem_init,
+            "mem_after_query": self.memory(),
+        }
+
+    def memory(self) -> dict[str, float]:
+        """The server's VmRSS, RssAnon, RssFile and VmHWM (MB) from /proc."""
+        fields = {}
+        with open(f"/proc/{self.lc._server.pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                fields[key] = rest.split()[0] if rest.split() else "0"
+        return {
+            k: int(fields.get(k, 0)) / 1024
+            for k in ("VmRSS", "RssAnon", "RssFile", "VmHWM")
+        }
 
     async def query(self, text: str) -> dict:
         return await self.lc.workspace_execute_command_async(
@@ -132,12 +175,8 @@ class Client:
         )
         await self.diags.get()
         await asyncio.sleep(1.0)
-        fields = {}
-        with open(f"/proc/{self.lc._server.pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                fields[key] = rest.split()[0] if rest.split() else ""
-        return int(fields["VmRSS"]) / 1024, int(fields["VmHWM"]) / 1024
+        self.settled = self.memory()
+        return self.settled["VmRSS"], self.settled["VmHWM"]
 
     async def stop(self) -> None:
         await self.lc.shutdown_async(None)
@@ -145,24 +184,26 @@ class Client:
         await self.lc.stop()
 
 
-async def server_figures(root: Path, reps: int) -> dict:
+async def server_figures(root: Path, reps: int, work: Path) -> dict:
+    """Cold and warm starts, the write -> query latency and diagnostics through
+    the server; the index persisted in ``work/idx`` stays for the caller."""
     out: dict = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        idx = Path(tmp) / "idx"
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        idx = work / "idx"
         c = Client()
         out["init_to_first_query_cold_s"] = await c.start(root, idx)
         rss, peak = await c.settled_rss_mb(Path(tmp))
         out["server_rss_cold_mb"], out["server_peak_rss_cold_mb"] = rss, peak
         await c.stop()
         warm = []
-        for i in range(reps):
+        for _ in range(reps):
             c = Client()
-            warm.append(await c.start(root, idx))
-            if i == 0:
-                rss, peak = await c.settled_rss_mb(Path(tmp))
-                out["server_rss_warm_mb"], out["server_peak_rss_warm_mb"] = rss, peak
+            phases = await c.start_phases(root, idx)
+            await c.settled_rss_mb(Path(tmp))
+            phases["mem_settled"] = c.settled
+            warm.append(phases)
             await c.stop()
-        out["init_to_first_query_warm_s"] = statistics.median(warm)
+        out.update(_warm_figures(warm))
 
         # a write in a copy of the corpus, seen through didChangeWatchedFiles
         copy = Path(tmp) / "corpus"
@@ -198,6 +239,9 @@ async def server_figures(root: Path, reps: int) -> dict:
                     pass
             lat.append(time.perf_counter() - t0)
         out["write_to_updated_query_ms_median"] = 1000 * statistics.median(lat)
+        # what the edits left resident (the first update of the index copies
+        # the mapped row arrays; the edited module's facts are decoded)
+        out["server_rss_after_edits_mb"] = c.memory()["VmRSS"]
 
         # diagnostics through the server
         buf = make_buffer()
@@ -259,60 +303,277 @@ def engine_diagnostics(root: Path, reps: int) -> dict:
         }
 
 
+def _med(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _warm_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over the warm runs: phase times and memory at each phase."""
+    out: dict[str, Any] = {
+        "warm_runs": len(runs),
+        "init_to_first_query_warm_s": _med([r["spawn_to_query_s"] for r in runs]),
+        "warm_spawn_to_initialize_s": _med([r["spawn_to_initialize_s"] for r in runs]),
+        "warm_initialized_to_query_s": _med(
+            [r["initialized_to_query_s"] for r in runs]
+        ),
+    }
+    for phase in ("mem_after_initialize", "mem_after_query", "mem_settled"):
+        for key in ("VmRSS", "RssAnon", "RssFile"):
+            out[f"warm_{phase}_{key}_mb"] = _med([r[phase][key] for r in runs])
+    out["server_rss_warm_mb"] = out["warm_mem_settled_VmRSS_mb"]
+    out["server_peak_rss_warm_mb"] = _med([r["mem_settled"]["VmHWM"] for r in runs])
+    return out
+
+
+# Runs in a fresh interpreter: each phase of what a warm server holds, as the
+# RSS it adds once freed heap is handed back (gc + malloc_trim, which the
+# server also does after loading: heap.compact).
+_BREAKDOWN = r"""
+import json, sys, time
+def rss():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+base = rss()
+t = time.perf_counter()
+import pycsamt_lsp.lsp.server  # everything `serve` imports
+from pathlib import Path
+from pycsamt_lsp.corpus.profile import load_profile
+from pycsamt_lsp.index import heap
+from pycsamt_lsp.index.store import load_snapshot
+from pycsamt_lsp.model.state import load_model, module_files
+from pycsamt_lsp.search.retrieval import RankAux
+out = {"interpreter_mb": base}
+def settle():
+    heap.compact()
+    return rss()
+prev = settle()
+out["imports_mb"], out["imports_s"] = prev - base, time.perf_counter() - t
+root, idx = Path(sys.argv[1]), Path(sys.argv[2])
+prof = load_profile()
+def step(name, fn):
+    global prev
+    t = time.perf_counter()
+    got = fn()
+    out[name + "_s"] = time.perf_counter() - t
+    now = settle()
+    out[name + "_mb"], prev = now - prev, now
+    return got
+snap, _ = step("snapshot", lambda: load_snapshot(idx, profile_name=prof.name))
+aux = step("rank_arrays", lambda: RankAux.of(snap))
+files = module_files(root, prof.package)
+model = step("model", lambda: load_model(idx, root, prof.package, files)[0])
+step("suggest_index", model.prepare)
+out["total_mb"] = prev
+print(json.dumps(out))
+"""
+
+BREAKDOWN_PHASES = (
+    ("interpreter", "Python interpreter"),
+    ("imports", "imports of `serve`"),
+    ("snapshot", "index snapshot (load_snapshot)"),
+    ("rank_arrays", "ranking arrays (RankAux.of)"),
+    ("model", "package model (load_model)"),
+    ("suggest_index", "suggestion index (prepare)"),
+    ("total", "total"),
+)
+
+
+def rss_breakdown(root: Path, index_dir: Path, reps: int) -> dict[str, Any]:
+    """Medians of :data:`_BREAKDOWN` over *reps* fresh processes."""
+    runs = []
+    for _ in range(reps):
+        res = subprocess.run(
+            [sys.executable, "-c", _BREAKDOWN, str(root), str(index_dir)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    return {
+        f"breakdown_{k}": _med([r[k] for r in runs])
+        for k in runs[0]
+        if isinstance(runs[0][k], (int, float))
+    }
+
+
+def query_processes(root: Path, index_dir: Path, reps: int, reference: bool) -> dict:
+    """A fresh ``query`` process (load + one query) of ours and, with
+    *reference*, of pyCSAMT 2.6.4's assistant on a copy of the corpus (it
+    writes its index into the root): medians of wall time and peak RSS."""
+    text = "static shift correction"
+    ours = [
+        run_measured(
+            [
+                sys.executable,
+                "-m",
+                "pycsamt_lsp",
+                "query",
+                "--root",
+                str(root),
+                "--index-dir",
+                str(index_dir),
+                text,
+            ]
+        )
+        for _ in range(reps)
+    ]
+    out: dict[str, Any] = {
+        "ours_query_process_s": _med([r["wall_s"] for r in ours]),
+        "ours_query_process_maxrss_mb": _med([r["maxrss_mb"] for r in ours]),
+        "ours_query_process_ok": all(r["returncode"] == 0 for r in ours),
+    }
+    if not reference:
+        return out
+    from reference import copy_corpus, ref_build, ref_query_cli
+
+    with tempfile.TemporaryDirectory(prefix="bench-server-ref-") as tmp:
+        copy = copy_corpus(root, tmp)
+        built = ref_build(copy)
+        out["ref_build_ok"] = built["returncode"] == 0
+        refs = [ref_query_cli(copy, text) for _ in range(reps)]
+    out["ref_query_process_s"] = _med([r["wall_s"] for r in refs])
+    out["ref_query_process_maxrss_mb"] = _med([r["maxrss_mb"] for r in refs])
+    out["ref_query_process_ok"] = all(r["returncode"] == 0 and r["hits"] for r in refs)
+    return out
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def _ratio(ours: float | None, ref: float | None) -> str:
+    if not ours or not ref:
+        return ""
+    return f"{ours / ref:.2f}x"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="skip pyCSAMT 2.6.4's own assistant (its build takes ~10 s)",
+    )
     ap.add_argument(
         "--out", default=str(Path(__file__).with_name("results") / "bench_server.json")
     )
     args = ap.parse_args()
     reps = 3 if args.quick else 7
     root = fetch_corpus(load_profile())
-    figures = {
-        **engine_diagnostics(root, reps),
-        **asyncio.run(server_figures(root, reps)),
-    }
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+        work = Path(tmp)
+        figures = {
+            **engine_diagnostics(root, reps),
+            **asyncio.run(server_figures(root, reps, work)),
+        }
+        figures.update(rss_breakdown(root, work / "idx", 3 if args.quick else 5))
+        figures.update(query_processes(root, work / "idx", reps, not args.no_reference))
+    f = figures
     rows = [
+        ("initialize -> first query, cold (s)", f["init_to_first_query_cold_s"], ""),
         (
-            "initialize -> first query, cold (s)",
-            figures["init_to_first_query_cold_s"],
-            "",
+            "warm start: spawn -> first answer (s)",
+            f["init_to_first_query_warm_s"],
+            f"median of {f['warm_runs']}; aim < 0.3 s",
         ),
         (
-            "initialize -> first query, warm (s)",
-            figures["init_to_first_query_warm_s"],
-            "median",
+            "  spawn -> initialize answered (s)",
+            f["warm_spawn_to_initialize_s"],
+            "interpreter + imports",
+        ),
+        (
+            "  initialized -> first answer (s)",
+            f["warm_initialized_to_query_s"],
+            "index load + fingerprint check + query",
         ),
         (
             "server RSS / peak after cold start (MB)",
-            f"{figures['server_rss_cold_mb']:.1f} / {figures['server_peak_rss_cold_mb']:.1f}",
-            "index + package model, settled; aim < 100 MB",
+            f"{f['server_rss_cold_mb']:.1f} / {f['server_peak_rss_cold_mb']:.1f}",
+            "index + package model, settled",
         ),
         (
             "server RSS / peak after warm start (MB)",
-            f"{figures['server_rss_warm_mb']:.1f} / {figures['server_peak_rss_warm_mb']:.1f}",
-            "",
+            f"{f['server_rss_warm_mb']:.1f} / {f['server_peak_rss_warm_mb']:.1f}",
+            "settled, median; aim < 100 MB",
         ),
+    ]
+    for phase, label in (
+        ("mem_after_initialize", "after initialize"),
+        ("mem_after_query", "after first answer"),
+        ("mem_settled", "settled"),
+    ):
+        rows.append(
+            (
+                f"  warm RSS {label} (MB)",
+                f"{f[f'warm_{phase}_VmRSS_mb']:.1f}",
+                f"anon {f[f'warm_{phase}_RssAnon_mb']:.1f}, "
+                f"file {f[f'warm_{phase}_RssFile_mb']:.1f}",
+            )
+        )
+    rows.append(("in-process RSS by phase (MB)", "", "fresh process, medians"))
+    for key, label in BREAKDOWN_PHASES:
+        secs = f.get(f"breakdown_{key}_s")
+        rows.append(
+            (
+                f"  {label}",
+                f"{f[f'breakdown_{key}_mb']:.1f}",
+                f"{secs * 1000:.0f} ms" if secs is not None else "",
+            )
+        )
+    rows += [
+        (
+            "fresh `query` process, ours (s / MB)",
+            f"{f['ours_query_process_s']:.2f} / {f['ours_query_process_maxrss_mb']:.0f}",
+            "load + 1 query, wall / peak RSS",
+        ),
+    ]
+    if "ref_query_process_s" in f:
+        rows += [
+            (
+                "fresh `query` process, reference",
+                f"{f['ref_query_process_s']:.2f} / {f['ref_query_process_maxrss_mb']:.0f}",
+                "pyCSAMT 2.6.4 assistant, same corpus copy",
+            ),
+            (
+                "  ratio ours / reference (time, RSS)",
+                f"{_ratio(f['ours_query_process_s'], f['ref_query_process_s'])} / "
+                f"{_ratio(f['ours_query_process_maxrss_mb'], f['ref_query_process_maxrss_mb'])}",
+                "",
+            ),
+            (
+                "  server settled RSS / reference query",
+                _ratio(f["server_rss_warm_mb"], f["ref_query_process_maxrss_mb"]),
+                "resident with index + model loaded",
+            ),
+        ]
+    rows += [
         (
             "file write -> updated query (ms)",
-            figures["write_to_updated_query_ms_median"],
+            f["write_to_updated_query_ms_median"],
             "pycsamt/emtools/ss.py, median",
         ),
         (
+            "  server RSS after those edits (MB)",
+            f"{f['server_rss_after_edits_mb']:.1f}",
+            f"{reps} saves of ss.py, cold-started copy",
+        ),
+        (
             "diagnostics in-process p50 / p95 (ms)",
-            f"{figures['diagnostics_engine_ms_p50']:.1f} / {figures['diagnostics_engine_ms_p95']:.1f}",
+            f"{f['diagnostics_engine_ms_p50']:.1f} / {f['diagnostics_engine_ms_p95']:.1f}",
             "1,000 lines, 30 imports; aim < 20 ms",
         ),
         (
             "diagnostics via LSP p50 / p95 (ms)",
-            f"{figures['diagnostics_lsp_ms_p50']:.1f} / {figures['diagnostics_lsp_ms_p95']:.1f}",
+            f"{f['diagnostics_lsp_ms_p50']:.1f} / {f['diagnostics_lsp_ms_p95']:.1f}",
             "didChange -> publish, debounce 0",
         ),
     ]
     print(f"{'metric':<42}{'value':>16}  note")
     for name, value, note in rows:
-        v = f"{value:.3f}" if isinstance(value, float) else str(value)
-        print(f"{name:<42}{v:>16}  {note}")
+        print(f"{name:<42}{_fmt(value):>16}  {note}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(figures, indent=2))
     print(f"wrote {args.out}")
