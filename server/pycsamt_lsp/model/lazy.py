@@ -199,7 +199,7 @@ class LazyModuleInfo(ModuleInfo):
             raise OSError(f"{facts.path}: short read at {span[0]}")
         return raw.decode("ascii")
 
-    @property  # type: ignore[override]
+    @property
     def doc(self) -> str | None:
         """The module docstring (decoded on first read)."""
         return self._heavy()[0]
@@ -209,7 +209,7 @@ class LazyModuleInfo(ModuleInfo):
         self._pin()
         _BASE_DOC.__set__(self, value)
 
-    @property  # type: ignore[override]
+    @property
     def functions(self) -> dict[str, FunctionInfo]:
         """Module-level functions (decoded on first read)."""
         return self._heavy()[1]
@@ -219,7 +219,7 @@ class LazyModuleInfo(ModuleInfo):
         self._pin()
         _BASE_FUNCTIONS.__set__(self, value)
 
-    @property  # type: ignore[override]
+    @property
     def classes(self) -> dict[str, ClassInfo]:
         """Module-level classes (decoded on first read)."""
         return self._heavy()[2]
