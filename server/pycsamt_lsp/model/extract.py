@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular
@@ -56,7 +57,7 @@ def _stmt_types(cls: type) -> Iterator[type]:
 
 #: Per statement type, where its nested statements are: most statements have
 #: none, and five ``getattr`` per statement were most of this walk.
-_BLOCKS = {cls: _block_fields(cls) for cls in _stmt_types(ast.stmt)}
+_BLOCKS = MappingProxyType({cls: _block_fields(cls) for cls in _stmt_types(ast.stmt)})
 
 
 def _iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
