@@ -7,6 +7,7 @@ from typing import Any
 
 from pycsamt_lsp.chunking.chunk import CHUNK_KINDS, Chunk, FileChunks
 from pycsamt_lsp.chunking.docs import chunk_doc
+from pycsamt_lsp.chunking.incremental import TreeCache, parse_module
 from pycsamt_lsp.chunking.python import chunk_python
 from pycsamt_lsp.index.heap import paused_gc
 from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
@@ -14,11 +15,15 @@ from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
 __all__ = ["CHUNK_KINDS", "Chunk", "FileChunks", "chunk_file"]
 
 
-def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
+def chunk_file(
+    rel: str, data: bytes, profile: Any, trees: TreeCache | None = None
+) -> FileChunks:
     """Chunk one corpus file by its suffix; never raises for bad content.
 
     Undecodable or unparsable files produce no chunks and an ``error`` the
-    caller logs and counts.
+    caller logs and counts. With *trees* (a workspace refreshing saved
+    files), a module parsed recently is re-parsed in its changed statements
+    only (:mod:`.incremental`).
     """
     try:
         # utf-8-sig: a BOM is not content (ast.parse refused the U+FEFF)
@@ -30,7 +35,11 @@ def chunk_file(rel: str, data: bytes, profile: Any) -> FileChunks:
     if rel.endswith(".py"):
         with paused_gc():  # a syntax tree is acyclic: no collections meanwhile
             try:
-                tree = ast.parse(text, filename=rel)
+                tree = (
+                    ast.parse(text, filename=rel)
+                    if trees is None
+                    else parse_module(text, rel, trees)[0]
+                )
             except (SyntaxError, ValueError) as exc:
                 return FileChunks([], None, f"syntax error: {exc}")
             except (RecursionError, MemoryError) as exc:  # one deep expression

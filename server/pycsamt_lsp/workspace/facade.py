@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp import __version__
 from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
+from pycsamt_lsp.chunking.incremental import TreeCache
 from pycsamt_lsp.corpus.discovery import (
     BUNDLED_PREFIX,
     FileEntry,
@@ -139,6 +140,9 @@ class Workspace:
         self.ask_changes: dict[str, Any] = {}
         self.long_lived = long_lived
         self._child_build = ChildBuild()
+        #: the last trees of a few saved modules: a save re-parses the
+        #: changed statements only (chunking.incremental)
+        self._trees = TreeCache()
         #: the static package model, kept current with the index
         self.package_model = ModelService(
             self.root,
@@ -787,8 +791,10 @@ class Workspace:
             fp = fingerprint({r: bytes.fromhex(h) for r, h in digests.items()})
             per_file: dict[str, tuple[str, list[Chunk]]] = {}
             model_updates: list[ModelUpdate] = [(rel, None, None) for rel in removed]
+            for rel in removed:
+                self._trees.forget(rel)
             for rel, (sha, data) in contents.items():
-                fc = chunk_file(rel, data, self.profile)
+                fc = chunk_file(rel, data, self.profile, self._trees)
                 if fc.error:
                     log.info("skipped %s: %s", rel, fc.error)
                     skipped[rel] = fc.error
