@@ -111,26 +111,16 @@ def dense_ranking(
         raise EmbeddingError(
             f"query vector has dimension {q.shape[0]}, the index {store.dim}"
         )
-    table = snap.table
-    live: dict[str, int] = {}
-    for _sha, slots in snap.files.values():
-        for s in slots:
-            live[table.ids[s]] = s
-    kind_ok = set(kinds) if kinds else None
-    valid = np.zeros(len(store.ids), bool)
-    for i, cid in enumerate(store.ids):
-        slot = live.get(cid)
-        if slot is None:
-            continue
-        rel = store.paths[i]
-        entry = snap.files.get(rel)
-        if entry is None or entry[0] != store.file_sha[i]:
-            continue  # the file changed since it was embedded
-        if kind_ok is not None and table.kinds[slot] not in kind_ok:
-            continue
-        valid[i] = True
+    if n <= 0:
+        return []
+    valid, kinds_of = ws.dense.live_rows(snap, store)
+    if kinds:
+        valid = valid & np.isin(kinds_of, list(kinds))
     cos = store.vectors @ q
     idx = np.flatnonzero(valid & (cos >= COSINE_FLOOR))
+    if len(idx) > n:  # only the top n are sorted (ties at the cut kept)
+        cut = np.partition(-cos[idx], n - 1)[n - 1]
+        idx = idx[-cos[idx] <= cut]
     order = sorted(idx.tolist(), key=lambda i: (-float(cos[i]), store.ids[i]))[:n]
     return [(store.ids[i], float(cos[i])) for i in order]
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pycsamt_lsp.search.dense.backends import (
     Backends,
@@ -26,6 +28,9 @@ from pycsamt_lsp.search.dense.store import (
     store_signature,
 )
 
+if TYPE_CHECKING:
+    from pycsamt_lsp.index.snapshot import Snapshot
+
 __all__ = ["DenseService"]
 
 
@@ -38,6 +43,44 @@ class DenseService:
         self.backends = Backends()
         self._lock = threading.Lock()
         self._loaded: tuple[tuple[int, int], EmbeddingStore] | None = None
+        self._rows: (
+            tuple[tuple[str, int], EmbeddingStore, np.ndarray, np.ndarray] | None
+        ) = None
+
+    def live_rows(
+        self, snap: Snapshot, store: EmbeddingStore
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(usable, kind)`` per row of *store* against *snap*.
+
+        A row is usable when its chunk id is live and its file is unchanged
+        since it was embedded. Kept per (snapshot fingerprint and generation, store): the
+        check walks every row in Python (~20 ms on the sdist), which a query
+        used to pay each time; a fingerprint names one corpus state.
+        """
+        with self._lock:
+            hit = self._rows
+        key = (snap.fingerprint, snap.generation)
+        if hit is not None and hit[0] == key and hit[1] is store:
+            return hit[2], hit[3]
+        table = snap.table
+        live: dict[str, int] = {}
+        for _sha, slots in snap.files.values():
+            for s in slots:
+                live[table.ids[s]] = s
+        usable = np.zeros(len(store.ids), bool)
+        kinds = np.empty(len(store.ids), dtype=object)
+        for i, cid in enumerate(store.ids):
+            slot = live.get(cid)
+            if slot is None:
+                continue
+            entry = snap.files.get(store.paths[i])
+            if entry is None or entry[0] != store.file_sha[i]:
+                continue  # the file changed since it was embedded
+            usable[i] = True
+            kinds[i] = table.kinds[slot]
+        with self._lock:
+            self._rows = (key, store, usable, kinds)
+        return usable, kinds
 
     def load_store(self) -> EmbeddingStore | None:
         """The persisted vectors (cached on the file's mtime and size), or None."""
