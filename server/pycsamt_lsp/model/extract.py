@@ -50,6 +50,7 @@ def _block_fields(cls: type) -> tuple[tuple[str, ...], bool, bool]:
 
 
 def _stmt_types(cls: type) -> Iterator[type]:
+    sub: type
     for sub in cls.__subclasses__():
         yield sub
         yield from _stmt_types(sub)
@@ -257,7 +258,7 @@ def _key_text(node: ast.AST, module: str) -> tuple[str, bool]:
                 plain = isinstance(v, ast.FormattedValue) and (
                     v.conversion == -1 and v.format_spec is None
                 )
-                parts.append(v.value if plain else v)  # type: ignore[union-attr]
+                parts.append(v.value if plain else v)  # type: ignore[attr-defined]
         else:
             parts.append(n)
 
