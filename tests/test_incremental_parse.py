@@ -154,7 +154,7 @@ def test_edits_that_join_statements_fall_back() -> None:
 
 
 def test_the_cache_is_bounded_and_skips_small_files() -> None:
-    cache = TreeCache(max_files=2)
+    cache = TreeCache(max_files=2, max_chars=1_000_000)
     big = _module(60)
     cache.put("small.py", "x = 1\n", ast.parse("x = 1\n"))
     assert len(cache) == 0

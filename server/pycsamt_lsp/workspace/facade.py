@@ -140,7 +140,7 @@ class Workspace:
         self.ask_changes: dict[str, Any] = {}
         self.long_lived = long_lived
         self._child_build = ChildBuild()
-        #: the last trees of a few saved modules: a save re-parses the
+        #: the last trees of two saved modules: a save re-parses the
         #: changed statements only (chunking.incremental)
         self._trees = TreeCache()
         #: the static package model, kept current with the index
