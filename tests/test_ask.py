@@ -7,6 +7,7 @@ needs a key or the internet.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import shutil
@@ -665,7 +666,12 @@ def test_extract_code_blocks():
 
 def test_command_is_registered_with_formatter(ws):
     cmd = REGISTRY["pycsamt.ask"]
-    assert cmd.heavy and cmd.format is ask_mod.format_ask
+    fmt = cmd.format  # named lazily by the catalogue: resolves to format_ask
+    assert cmd.heavy and (fmt.module, fmt.name) == (
+        "pycsamt_lsp.answer.ask",
+        "format_ask",
+    )
+    assert getattr(importlib.import_module(fmt.module), fmt.name) is ask_mod.format_ask
     text = cmd.format(run_command("pycsamt.ask", ws, {"question": STRONG}))
     assert (
         "path: offline" in text
