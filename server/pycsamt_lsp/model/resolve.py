@@ -128,16 +128,20 @@ class _ResolverBase:
         self._resolve_cache[key] = res
         return res
 
+    def _outside(self, dotted: str) -> Resolution:
+        """A name of another package: never ours to prove absent."""
+        return Resolution(
+            dotted,
+            UNKNOWN,
+            reason="outside-package",
+            message=f"'{dotted}' is not in package '{self.package}'",
+            failed_at=0,
+        )
+
     def _resolve(self, dotted: str, module: str | None = None) -> Resolution:
         parts = dotted.split(".")
         if parts[0] != self.package:
-            return Resolution(
-                dotted,
-                UNKNOWN,
-                reason="outside-package",
-                message=f"'{dotted}' is not in package '{self.package}'",
-                failed_at=0,
-            )
+            return self._outside(dotted)
         top = self.modules.get(self.package)
         if top is None:
             return Resolution(
@@ -175,13 +179,7 @@ class _ResolverBase:
         be a module (import-system semantics, not attribute lookup)."""
         parts = dotted.split(".")
         if parts[0] != self.package:
-            return Resolution(
-                dotted,
-                UNKNOWN,
-                reason="outside-package",
-                message=f"'{dotted}' is not in package '{self.package}'",
-                failed_at=0,
-            )
+            return self._outside(dotted)
         mods = self.modules
         for i in range(len(parts)):
             name = ".".join(parts[: i + 1])
