@@ -175,3 +175,33 @@ def test_from_arrays_rejects_inconsistent_input():
     a["df"] = np.zeros(5, np.int64)
     with pytest.raises(ValueError):
         BM25Index.from_arrays(a)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_update_statistics_equal_a_rebuild_exactly(seed):
+    """df per term and each document's length after updates (repeated slots
+    and term counts mixed, removals with a duplicate) are exactly a rebuild's;
+    an update that brings no new term shares the vocabulary (no copy)."""
+    rng = random.Random(300 + seed)
+    docs = random_docs(rng, 60)
+    index = BM25Index.build(docs)
+    live: dict[int, Counter] = dict(enumerate(docs))
+    for _round in range(12):
+        remove = rng.sample(sorted(live), k=min(len(live), rng.randint(1, 5)))
+        keep = [s for s in sorted(live) if s not in remove]
+        again = rng.sample(keep, k=min(len(keep), 2))  # unchanged chunks re-added
+        fresh = random_docs(rng, rng.randint(0, 3))
+        add: list = [*again, *fresh]
+        index, new_slots = index.updated([*remove, remove[0]], add)
+        for s in remove:
+            del live[s]
+        for s, d in zip(new_slots, [*(live[s] for s in again), *fresh], strict=True):
+            live[s] = d
+        slots = sorted(live)
+        ref = BM25Index.build([live[s] for s in slots])
+        for term, tid in ref.vocab.items():
+            assert index.df[index.vocab[term]] == ref.df[tid]
+        np.testing.assert_array_equal(index.doc_len[slots], ref.doc_len)
+    before = index.vocab
+    same, _ = index.updated([], [dict(live[sorted(live)[0]])])
+    assert same.vocab is before

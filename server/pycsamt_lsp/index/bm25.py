@@ -317,19 +317,40 @@ class BM25Index:
         new_slot_numbers)``. The vocabulary only grows; unused terms keep
         ``df == 0`` and are ignored by scoring.
         """
-        vocab = dict(self.vocab)
+        # the vocabulary is copied only when a new term comes (readers of
+        # this index keep theirs); new ids in first-occurrence order, as a
+        # per-row setdefault would give them
+        vocab = self.vocab
+        counted = [d for d in add if not isinstance(d, int)]
+        unseen = dict.fromkeys(t for d in counted for t in d if t not in vocab)
+        if unseen:
+            vocab = dict(vocab)
+            base = len(vocab)
+            vocab.update(zip(unseen, range(base, base + len(unseen)), strict=True))
+        ids = vocab.__getitem__  # every term has an id now
         rows = [
-            self._encode(d, vocab) if not isinstance(d, int) else self._row(d)
+            (
+                self._row(d)
+                if isinstance(d, int)
+                else (
+                    np.fromiter(map(ids, d), np.int32, len(d)),
+                    np.fromiter(d.values(), np.float32, len(d)),
+                )
+            )
             for d in add
         ]
+        n_terms = len(vocab)
         alive = self.alive.copy()
-        df = np.zeros(len(vocab), np.int64)
+        gone = sorted(s for s in set(remove) if 0 <= s < len(alive) and bool(alive[s]))
+        df = np.zeros(n_terms, np.int64)
         df[: len(self.df)] = self.df
-        for slot in set(remove):
-            if 0 <= slot < len(alive) and alive[slot]:
-                alive[slot] = False
-                s, e = self.doc_ptr[slot], self.doc_ptr[slot + 1]
-                np.subtract.at(df, self.doc_terms[s:e], 1)
+        if gone:  # one bincount over the removed rows' terms (a row lists a term once)
+            alive[gone] = False
+            ptr = self.doc_ptr
+            df -= np.bincount(
+                np.concatenate([self.doc_terms[ptr[s] : ptr[s + 1]] for s in gone]),
+                minlength=n_terms,
+            )
         first = self.n_slots
         new_slots = list(range(first, first + len(rows)))
         if rows:
@@ -337,10 +358,9 @@ class BM25Index:
             doc_ptr = np.concatenate((self.doc_ptr, ptr_add[1:] + self.doc_ptr[-1]))
             doc_terms = np.concatenate((self.doc_terms, terms_add))
             doc_tfs = np.concatenate((self.doc_tfs, tfs_add))
-            lens = np.array([float(r[1].sum()) for r in rows])
-            doc_len = np.concatenate((self.doc_len, lens))
+            doc_len = np.concatenate((self.doc_len, _doc_len(ptr_add, tfs_add)))
             alive = np.concatenate((alive, np.ones(len(rows), bool)))
-            np.add.at(df, terms_add, 1)
+            df += np.bincount(terms_add, minlength=n_terms)
         else:
             doc_ptr, doc_terms, doc_tfs, doc_len = (
                 self.doc_ptr,
