@@ -24,6 +24,11 @@ the symbol's own name counts no more than any word of its body. The stages:
     symbol counts more than the same word deep in a docstring. The field
     score is added to ``L(c)`` with weight :data:`FIELD_WEIGHT`, under the
     chunk's seed multipliers.
+``field_head``
+    A second field of code chunks, the *head*: parameter names and the
+    docstring's first sentence, scored with the body index's idf and added
+    to ``L(c)`` with weight ``HEAD_WEIGHT`` under the seed multipliers, for
+    the ``HEAD_POOL`` best code candidates (``search/head.py``).
 ``inherit``
     A code chunk inherits evidence from the prose that names it: each of the
     :data:`INHERIT_TOP` best-scored recipes / doc sections passes
@@ -43,6 +48,11 @@ the symbol's own name counts no more than any word of its body. The stages:
     docstring scored above its best own symbol goes just below it
     (:data:`MODULE_FACTOR` of that symbol's score): the module is context,
     the symbol is what the user calls.
+``dedup``
+    Near-identical chunks (the same body in sibling classes, a copied
+    function, a section restating a docstring) do not fill the first page:
+    among the ``DEDUP_DEPTH`` best, a copy of a better one moves below the
+    last chunk kept there (``search/dedup.py``).
 ``workflow_keep``
     When the query has a workflow and none of the best :data:`KEEP_DEPTH`
     chunks carries it, the best-scored chunk of that workflow is lifted to
@@ -69,13 +79,16 @@ import numpy as np
 
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
+from pycsamt_lsp.search.dedup import BodyCache, demote_copies
 from pycsamt_lsp.search.fields import CODE_KINDS, NameField
+from pycsamt_lsp.search.head import HEAD_POOL, HEAD_WEIGHT, HeadCache, head_scores
 
 __all__ = [
     "FIELD_WEIGHT",
     "INHERIT_SHARE",
     "MODULE_FACTOR",
     "MODULE_SHARE",
+    "OFF_BY_DEFAULT",
     "PROSE_FACTOR",
     "STAGES",
     "StageAux",
@@ -88,12 +101,17 @@ __all__ = [
 STAGES = (
     "symbol_specific",
     "field_bm25",
+    "field_head",
     "inherit",
     "module_inherit",
     "code_first",
+    "dedup",
     "workflow_keep",
     "file_cap",
 )
+#: Stages that run only when asked for (not yet on by default): a query
+#: runs them when this set is emptied of them (the eval's measurements do).
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"field_head", "dedup"})
 FIELD_WEIGHT = 1.0
 INHERIT_SHARE = 0.15
 #: How many prose candidates pass their evidence on.
@@ -107,7 +125,7 @@ INHERIT_MODULES = 8
 STAGE_POOL = 300
 #: the stages that re-weigh the pool (the others act on the seed's boost or
 #: on the final scores)
-_RESCORE = ("field_bm25", "inherit", "module_inherit", "code_first")
+_RESCORE = ("field_bm25", "field_head", "inherit", "module_inherit", "code_first")
 #: workflow_keep: the query's workflow appears among this many best chunks.
 KEEP_DEPTH = 10
 PROSE_FACTOR = 0.6
@@ -192,6 +210,9 @@ class StageAux:
     #: so this is shared by the snapshots that keep the slot)
     _mentions: dict[int, frozenset[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: per-slot caches of stages field_head and dedup (carried by updates)
+    heads: HeadCache = field(default_factory=HeadCache)
+    bodies: BodyCache = field(default_factory=BodyCache)
 
     @classmethod
     def of(cls, snap: Snapshot) -> StageAux:
@@ -311,6 +332,8 @@ class StageAux:
             _mentions={
                 k: v for k, v in self._mentions.items() if k < n_old and alive[k]
             },
+            heads=self.heads.carried(alive, n_old),
+            bodies=self.bodies.carried(alive, n_old),
         )
         return out
 
@@ -514,12 +537,16 @@ def apply_stages(
     """
     if not len(idx):
         return s
+    if OFF_BY_DEFAULT:
+        disable = OFF_BY_DEFAULT.union(disable)
     on = [x for x in _RESCORE if x not in disable]
     prose = st.prose[idx]
     out = s
     if on:
         toks = tokenize(query) if tokens is None else tokens
         out = _rescore(snap, st, query, toks, idx, base, s, on, depth, prose)
+    if "dedup" not in disable:
+        out = demote_copies(snap, st.bodies, idx, out)
     if "workflow_keep" not in disable:
         guides = prose & st.workflow[idx]
         out = _keep_one(out, idx, snap.table.ids, in_workflow, guides)
@@ -589,11 +616,13 @@ def _stages(
     on: Sequence[str],
     prose: np.ndarray,
 ) -> np.ndarray:
+    mult = s / base  # the seed's multipliers (a candidate has L > 0)
     if "field_bm25" in on:
         names = st.names.scores(tokens, idx)
         if names.any():
-            mult = s / base  # the seed's multipliers (a candidate has L > 0)
             s = s + FIELD_WEIGHT * names * mult
+    if "field_head" in on:
+        s = _field_head(snap, st, tokens, idx, s, mult)
     # the best module docstrings and their own symbols among the candidates,
     # found once for module_inherit and code_first
     mods = (
@@ -613,6 +642,28 @@ def _stages(
     if "code_first" in on:
         s = _code_first(query, idx, s, prose, mods, snap.table.ids)
     return s
+
+
+def _field_head(
+    snap: Snapshot,
+    st: StageAux,
+    tokens: Sequence[str],
+    idx: np.ndarray,
+    s: np.ndarray,
+    mult: np.ndarray,
+) -> np.ndarray:
+    """*s* plus the head field's BM25 of the best :data:`HEAD_POOL` code
+    candidates (ties included), under their seed multipliers."""
+    code = np.flatnonzero(st.code[idx])
+    if not len(code):
+        return s
+    js = _top(code, s, HEAD_POOL)
+    head = head_scores(snap, st.heads, tokens, idx[js].tolist())
+    if not head.any():
+        return s
+    out = s.copy()
+    out[js] += HEAD_WEIGHT * head * mult[js]
+    return out
 
 
 def _module_pairs(
@@ -730,7 +781,7 @@ def _code_first(
 
 def diversify(
     order: Sequence[int],
-    paths: Sequence[str],
+    paths: Iterable[str],
     prose: Sequence[bool],
     per_file: int,
     k: int,
