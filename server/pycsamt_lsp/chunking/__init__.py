@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp.chunking.chunk import CHUNK_KINDS, Chunk, FileChunks
-from pycsamt_lsp.chunking.docs import chunk_doc
-from pycsamt_lsp.chunking.incremental import TreeCache, parse_module
-from pycsamt_lsp.chunking.python import chunk_python
-from pycsamt_lsp.index.heap import paused_gc
-from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.chunking.incremental import TreeCache
 
 __all__ = ["CHUNK_KINDS", "Chunk", "FileChunks", "chunk_file"]
 
@@ -25,6 +23,13 @@ def chunk_file(
     files), a module parsed recently is re-parsed in its changed statements
     only (:mod:`.incremental`).
     """
+    # imported here: loading an index needs the schema (``Chunk``) only, and
+    # the chunkers and secret patterns cost a query process ~20 ms (issue 18)
+    from pycsamt_lsp.chunking.docs import chunk_doc
+    from pycsamt_lsp.chunking.incremental import parse_module
+    from pycsamt_lsp.chunking.python import chunk_python
+    from pycsamt_lsp.index.heap import paused_gc
+
     try:
         # utf-8-sig: a BOM is not content (ast.parse refused the U+FEFF)
         text = data.decode("utf-8-sig")
@@ -58,6 +63,8 @@ def _masked(chunks: list[Chunk], *, python: bool) -> list[Chunk]:
     """Credential values masked in each chunk's text and metadata, so
     ``chunks.jsonl`` never stores them and no snippet, answer or search term
     can show them (issue 19; :mod:`pycsamt_lsp.text.secrets`)."""
+    from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
+
     for c in chunks:
         if may_hold_secret(c.text):
             new = mask(c.text, python=python)

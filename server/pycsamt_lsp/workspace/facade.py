@@ -9,13 +9,11 @@ readers on other threads always see a whole index.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,8 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp import __version__
-from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
-from pycsamt_lsp.chunking.incremental import TreeCache
 from pycsamt_lsp.corpus.discovery import (
     BUNDLED_PREFIX,
     FileEntry,
@@ -48,28 +44,26 @@ from pycsamt_lsp.index.store import (
     save_snapshot,
     writable,
 )
-from pycsamt_lsp.index.workers import main_script_hidden, plan_batches, pool_context
-from pycsamt_lsp.model.package import PackageModel
-from pycsamt_lsp.model.state import (
-    MODEL_FILE,
-    BuildJob,
-    ModelWriter,
-    PackedFile,
-    module_files,
-    pack_batch,
-    process_file,
-    worker_init,
-)
 from pycsamt_lsp.storage.atomic import atomic_open
 from pycsamt_lsp.storage.cleanup import remove_stale_temps
-from pycsamt_lsp.workspace.isolated import ChildBuild
 from pycsamt_lsp.workspace.model import ModelService, ModelUpdate
 
-if TYPE_CHECKING:  # imported where used: a build needs none of them
+if TYPE_CHECKING:
+    # Imported where used. A build needs none of the services; a warm start
+    # (load the index, check its fingerprint, answer) needs none of the
+    # build's modules (chunkers, the package model, worker pools: ~0.1 s of
+    # a fresh query process, issue 18).
+    from concurrent.futures import ProcessPoolExecutor
+
     from pycsamt_lsp.answer.service import AnswerService
     from pycsamt_lsp.cards.service import CardService
+    from pycsamt_lsp.chunking import Chunk, FileChunks
+    from pycsamt_lsp.chunking.incremental import TreeCache
     from pycsamt_lsp.chunking.pdf import PaperService
+    from pycsamt_lsp.model.package import PackageModel
+    from pycsamt_lsp.model.state import BuildJob, PackedFile
     from pycsamt_lsp.search.dense.service import DenseService
+    from pycsamt_lsp.workspace.isolated import ChildBuild
     from pycsamt_lsp.workspace.published import Published
 
 __all__ = ["BuildCancelled", "Progress", "QueryError", "Workspace"]
@@ -139,10 +133,6 @@ class Workspace:
         #: server configures at start; answer/ and routing/ load on first use)
         self.ask_changes: dict[str, Any] = {}
         self.long_lived = long_lived
-        self._child_build = ChildBuild()
-        #: the last trees of two saved modules: a save re-parses the
-        #: changed statements only (chunking.incremental)
-        self._trees = TreeCache()
         #: the static package model, kept current with the index
         self.package_model = ModelService(
             self.root,
@@ -159,6 +149,21 @@ class Workspace:
         # and evaluations (devsearch/, evals/) keep no per-workspace state
         # today; a service of theirs that does is added the same way
         # (constructed with what it needs, never ``self``).
+
+    @cached_property
+    def _child_build(self) -> ChildBuild:
+        """The build process of a long-lived workspace (made on first build)."""
+        from pycsamt_lsp.workspace.isolated import ChildBuild
+
+        return ChildBuild()
+
+    @cached_property
+    def _trees(self) -> TreeCache:
+        """The last trees of two saved modules: a save re-parses the changed
+        statements only (chunking.incremental)."""
+        from pycsamt_lsp.chunking.incremental import TreeCache
+
+        return TreeCache()
 
     @cached_property
     def answers(self) -> AnswerService:
@@ -293,6 +298,13 @@ class Workspace:
         Returns chunks per file, skip reasons, the model, and the term counts
         the workers computed per file.
         """
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from pycsamt_lsp.index.workers import main_script_hidden
+        from pycsamt_lsp.model.package import PackageModel
+        from pycsamt_lsp.model.state import process_file
+
         per_file: dict[str, tuple[str, list[Chunk]]] = {}
         skipped: dict[str, str] = {}
         counts: dict[str, list[dict[str, int]]] = {}
@@ -408,6 +420,8 @@ class Workspace:
         """
         if not writable(self.index_dir):
             return None
+        from pycsamt_lsp.model.state import MODEL_FILE, ModelWriter, module_files
+
         with self._lock, heap.paused_gc(), ExitStack() as stack:
             t0 = time.perf_counter()
             if progress:
@@ -532,6 +546,11 @@ class Workspace:
         """
         if pools or self.workers < 2:
             return
+        from concurrent.futures import ProcessPoolExecutor
+
+        from pycsamt_lsp.index.workers import main_script_hidden, pool_context
+        from pycsamt_lsp.model.state import worker_init
+
         pool = ProcessPoolExecutor(
             self.workers, mp_context=pool_context(), initializer=worker_init
         )
@@ -552,6 +571,9 @@ class Workspace:
         order in batches of about the same number of bytes. Results that
         arrive before their turn wait here, already compact.
         """
+        from pycsamt_lsp.index.workers import plan_batches
+        from pycsamt_lsp.model.state import pack_batch
+
         sizes = []
         for _rel, path, _i, _m in jobs:
             try:
@@ -602,7 +624,8 @@ class Workspace:
     def cancel_build(self) -> None:
         """Stop a build process still running, with its workers (server
         shutdown); the waiting :meth:`rebuild` raises :class:`BuildCancelled`."""
-        self._child_build.cancel()
+        if "_child_build" in vars(self):  # never made: nothing to stop
+            self._child_build.cancel()
 
     def _files(self) -> Iterable[tuple[str, Path]]:
         return iter_corpus_files(self.root, self.profile)
@@ -793,6 +816,8 @@ class Workspace:
             model_updates: list[ModelUpdate] = [(rel, None, None) for rel in removed]
             for rel in removed:
                 self._trees.forget(rel)
+            from pycsamt_lsp.chunking import chunk_file
+
             for rel, (sha, data) in contents.items():
                 fc = chunk_file(rel, data, self.profile, self._trees)
                 if fc.error:

@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index import heap
-from pycsamt_lsp.model.package import PackageModel, module_name_for
-from pycsamt_lsp.model.state import (
-    apply_updates,
-    load_model,
-    module_files,
-    save_model,
-    sha_hex,
-)
+
+if TYPE_CHECKING:  # imported where used: a warm query never touches the model
+    from pycsamt_lsp.model.package import PackageModel
 
 __all__ = ["ModelService", "ModelUpdate"]
 
@@ -73,6 +68,8 @@ class ModelService:
         """The model; loaded from the index folder (re-parsing changed
         modules) or built when none is held."""
         if self.model is None:
+            from pycsamt_lsp.model.state import load_model, module_files
+
             files = module_files(self.root, self.profile.package)
             model, shas, changed = load_model(
                 self.index_dir,
@@ -94,6 +91,8 @@ class ModelService:
     ) -> tuple[dict[str, bytes], dict[str, str]]:
         """Module files the index leaves out: their contents, and the content
         hash of every module file (indexed ones from *indexed*)."""
+        from pycsamt_lsp.model.state import module_files, sha_hex
+
         data: dict[str, bytes] = {}
         shas: dict[str, str] = {}
         for rel, path in module_files(self.root, self.profile.package).items():
@@ -112,6 +111,8 @@ class ModelService:
         """Apply changed/deleted modules; True when a new model is held."""
         if self.model is None:
             return False
+        from pycsamt_lsp.model.state import apply_updates
+
         got = apply_updates(self.model, self.shas, updates)
         if got is None:
             return False
@@ -123,6 +124,9 @@ class ModelService:
         (None: every module file); empty when no model is held."""
         if self.model is None:
             return []
+        from pycsamt_lsp.model.package import module_name_for
+        from pycsamt_lsp.model.state import module_files
+
         pkg = self.profile.package
         files: dict[str, Path] | None = None
         if rels is None:
@@ -152,6 +156,8 @@ class ModelService:
         """Write the model when it changed since the last write (failures logged)."""
         if self.model is None or not self.dirty:
             return
+        from pycsamt_lsp.model.state import save_model
+
         try:
             save_model(self.index_dir, self.model, self.shas)
             self.dirty = False
