@@ -171,6 +171,14 @@ def queries(real_corpus) -> list[str]:
 # ── the gates ───────────────────────────────────────────────────────────────
 
 
+def test_both_frozen_splits_are_among_the_scanned_queries():
+    """The gate reads every split under suites/, the second frozen one too."""
+    scanned = set(eval_queries(None))
+    for name in ("frozen_test.jsonl", "frozen_test_2.jsonl"):
+        qs = _suite_queries([REPO / "suites" / "test" / name])
+        assert qs and set(qs) <= scanned, name
+
+
 @pytest.mark.corpus
 def test_bundled_recipes_do_not_quote_eval_queries(queries):
     assert len(BUNDLED) >= 10

@@ -28,8 +28,11 @@ SUITES = REPO / "suites"
 TEST_DIR = SUITES / "test"
 TUNING_DIR = SUITES / "tuning"
 FROZEN_TEST = TEST_DIR / "frozen_test.jsonl"
+#: the second frozen test split (more questions for the same figures; issue 14)
+FROZEN_TEST_2 = TEST_DIR / "frozen_test_2.jsonl"
+FROZEN = (FROZEN_TEST, FROZEN_TEST_2)
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
-NEW_SUITES = (FROZEN_TEST, FRESH_TUNING)
+NEW_SUITES = (FROZEN_TEST, FROZEN_TEST_2, FRESH_TUNING)
 CATEGORIES = {"howto", "code", "vague_api", "conceptual", "troubleshooting", "no_vocab"}
 #: difflib ratio at or above which two questions count as the same question
 NEAR = 0.7
@@ -82,13 +85,17 @@ def _header(path: Path) -> str:
 
 
 def test_both_splits_exist_and_parse():
-    assert sorted(p.name for p in TEST_DIR.glob("*.jsonl")) == ["frozen_test.jsonl"]
+    assert sorted(p.name for p in TEST_DIR.glob("*.jsonl")) == [
+        "frozen_test.jsonl",
+        "frozen_test_2.jsonl",
+    ]
     assert {"paraphrase.jsonl", "fresh_tuning.jsonl"} <= {
         p.name for p in TUNING_DIR.glob("*.jsonl")
     }
     test = load_suite(FROZEN_TEST)
     fresh = load_suite(FRESH_TUNING)
     assert len(test) >= 120
+    assert len(load_suite(FROZEN_TEST_2)) >= 100
     assert 50 <= len(fresh) <= 80
     # the paraphrase suite kept its records when it moved to the tuning split
     assert len(load_suite(TUNING_DIR / "paraphrase.jsonl")) == 62
@@ -106,17 +113,19 @@ def test_new_records_are_marked_and_have_ground_truth(path: Path):
 
 
 def test_headers_record_date_and_the_freeze():
-    head = _header(FROZEN_TEST).lower()
-    assert "2026-12-01" in head
-    assert "before any" in head and "do not tune on it" in head
+    for path in FROZEN:
+        head = _header(path).lower()
+        assert "2026-12-01" in head, path.name
+        assert "before any" in head and "do not tune on it" in head, path.name
     assert "2026-12-01" in _header(FRESH_TUNING)
     assert "split: tuning" in _header(TUNING_DIR / "paraphrase.jsonl").lower()
     readme = (SUITES / "README.md").read_text(encoding="utf-8")
     assert "must not be tuned on" in readme
 
 
-def test_test_split_covers_every_kind_of_question():
-    per = Counter(r["category"] for r in load_suite(FROZEN_TEST))
+@pytest.mark.parametrize("path", FROZEN, ids=lambda p: p.name)
+def test_test_split_covers_every_kind_of_question(path: Path):
+    per = Counter(r["category"] for r in load_suite(path))
     assert set(per) == CATEGORIES
     assert min(per.values()) >= 10, per
     # questions without package vocabulary are the point, not an afterthought
@@ -134,12 +143,13 @@ def test_queries_are_unique_within_the_new_splits():
 
 def test_no_test_query_is_a_near_copy_of_a_tuning_query():
     tuning = _queries(sorted(TUNING_DIR.glob("*.jsonl")))
-    hits = near_pairs(_queries([FROZEN_TEST]), tuning)
+    hits = near_pairs(_queries(FROZEN), tuning)
     assert not hits, hits
 
 
 def test_no_two_test_queries_are_near_copies():
-    qs = _queries([FROZEN_TEST])
+    """Within a frozen split and across the two frozen splits."""
+    qs = _queries(FROZEN)
     hits = [h for i, q in enumerate(qs) for h in near_pairs([q], qs[i + 1 :])]
     assert not hits, hits
 
