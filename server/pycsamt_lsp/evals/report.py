@@ -162,7 +162,9 @@ def format_report(report: Mapping[str, Any], *, max_failures: int = 30) -> str:
                 cells.append(v)
             rows.append(cells)
         lines += _table(["component", *(_SHORT[m] for m in METRICS)], rows)
-        lines.append("[delta] = metric with the component off minus baseline")
+        lines.append(
+            "[delta] = metric with the component off (+name: that stage on) minus baseline"
+        )
     elif kind == "eval_suites":
         lines.append(f"Retrieval eval at k={k}")
         rows = [_metric_row(n, r) for n, r in report.get("suites", {}).items()]

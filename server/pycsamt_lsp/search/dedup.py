@@ -45,7 +45,9 @@ __all__ = [
 DEDUP_DEPTH = 20
 #: Weighted Jaccard of the body terms from which two chunks are copies.
 DEDUP_SIMILARITY = 0.9
-_NONE = (np.zeros(0, np.int32), np.zeros(0, np.float32))
+_NONE = (np.zeros(0, np.int32), np.zeros(0, np.float64), 0.0)
+#: a body: sorted term ids, their frequencies, the frequencies' sum
+Body = tuple[np.ndarray, np.ndarray, float]
 
 
 @dataclass(eq=False)
@@ -56,9 +58,9 @@ class BodyCache:
     live slots carry over to the next snapshot (:meth:`carried`).
     """
 
-    rows: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    rows: dict[int, Body] = field(default_factory=dict)
 
-    def body(self, snap: Snapshot, slot: int) -> tuple[np.ndarray, np.ndarray]:
+    def body(self, snap: Snapshot, slot: int) -> Body:
         """The body terms of *slot* (computed once per slot)."""
         got = self.rows.get(slot)
         if got is None:
@@ -80,7 +82,7 @@ def header_text(kind: str, symbol: str | None, path: str) -> str:
     return f"Symbol: {symbol or ''}\nFile: {path}"
 
 
-def _body(snap: Snapshot, slot: int) -> tuple[np.ndarray, np.ndarray]:
+def _body(snap: Snapshot, slot: int) -> Body:
     """The slot's row with the header's counts taken off, sorted by term id."""
     bm, t = snap.bm25, snap.table
     if slot >= bm.n_slots or not bm.alive[slot]:
@@ -101,16 +103,18 @@ def _body(snap: Snapshot, slot: int) -> tuple[np.ndarray, np.ndarray]:
     keep = tfs > 0
     terms, tfs = terms[keep], tfs[keep]
     order = np.argsort(terms, kind="stable")
-    return terms[order], tfs[order]
+    return terms[order], tfs[order], float(tfs.sum())
 
 
-def _similar(
-    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-) -> float:
+def _similar(a: Body, b: Body) -> float:
     """Weighted Jaccard of two sorted body rows."""
-    _, ia, ib = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
-    common = float(np.minimum(a[1][ia], b[1][ib]).sum())
-    union = float(a[1].sum() + b[1].sum()) - common
+    (ta, fa, ma), (tb, fb, mb) = a, b
+    if len(ta) < len(tb):
+        (ta, fa, ma), (tb, fb, mb) = b, a
+    pos = np.minimum(ta.searchsorted(tb), len(ta) - 1)  # ta is sorted
+    hit = ta[pos] == tb
+    common = float(np.minimum(fa[pos[hit]], fb[hit]).sum())
+    union = ma + mb - common
     return common / union if union > 0 else 0.0
 
 
@@ -122,28 +126,30 @@ def copies(
 ) -> list[int]:
     """Positions in *slots* (best first) that are copies of an earlier kept one."""
     rows = [cache.body(snap, int(x)) for x in slots]
-    mass = np.array([r[1].sum() for r in rows])
+    n = len(rows)
+    if n < 2:
+        return []
+    mass = np.array([r[2] for r in rows])
     width = np.array([len(r[0]) for r in rows], np.float64)
-    kept: list[int] = []
-    out: list[int] = []
-    for j, r in enumerate(rows):
-        if not len(r[0]):
-            kept.append(j)
-            continue
-        dup = False
-        for i in kept:
-            lo, hi = sorted((mass[i], mass[j]))
-            wlo, whi = sorted((width[i], width[j]))
-            if lo < similarity * hi or wlo < similarity * whi:
-                continue
-            if _similar(rows[i], r) >= similarity:
-                dup = True
-                break
-        if dup:
-            out.append(j)
-        else:
-            kept.append(j)
-    return out
+    # a pair can only reach the similarity when both its term masses and its
+    # numbers of distinct terms are within the ratio: one matrix test each
+    ok = np.ones((n, n), bool)
+    for v in (mass, width):
+        lo, hi = np.minimum.outer(v, v), np.maximum.outer(v, v)
+        ok &= (lo >= similarity * hi) & (hi > 0)
+    ok = np.triu(ok, 1)
+    if not ok.any():
+        return []
+    later: dict[int, list[int]] = {}
+    for i, j in zip(*np.nonzero(ok), strict=True):
+        later.setdefault(int(j), []).append(int(i))
+    gone: set[int] = set()
+    for j in sorted(later):
+        if any(
+            i not in gone and _similar(rows[i], rows[j]) >= similarity for i in later[j]
+        ):
+            gone.add(j)
+    return sorted(gone)
 
 
 def best_first(

@@ -109,8 +109,8 @@ STAGES = (
     "workflow_keep",
     "file_cap",
 )
-#: Stages that run only when asked for (not yet on by default): a query
-#: runs them when this set is emptied of them (the eval's measurements do).
+#: Stages that run only when asked for: ``disable`` holding ``"+name"``
+#: switches one on (the eval's ablation reports them so, as ``+name`` rows).
 OFF_BY_DEFAULT: frozenset[str] = frozenset({"field_head", "dedup"})
 FIELD_WEIGHT = 1.0
 INHERIT_SHARE = 0.15
@@ -537,8 +537,10 @@ def apply_stages(
     """
     if not len(idx):
         return s
-    if OFF_BY_DEFAULT:
-        disable = OFF_BY_DEFAULT.union(disable)
+    if OFF_BY_DEFAULT:  # "+name" in *disable* switches such a stage on
+        off = OFF_BY_DEFAULT.difference(x[1:] for x in disable if x[:1] == "+")
+        if off:
+            disable = off.union(disable)
     on = [x for x in _RESCORE if x not in disable]
     prose = st.prose[idx]
     out = s
