@@ -164,6 +164,26 @@ def test_the_cache_is_bounded_and_skips_small_files() -> None:
     assert cache.take("c.py") is not None
 
 
+def test_priming_keeps_the_whole_parse_and_never_replaces_a_newer_tree() -> None:
+    """An opened file's tree (``TreeCache.prime``) is ``ast.parse``'s, its
+    first save is spliced from it, and a tree a save kept first stays."""
+    text = _module(60)
+    cache = TreeCache()
+    assert cache.prime("m.py", text)
+    edited = text.replace("def f30(", "def g30(x):\n    return x\n\n\ndef f30(")
+    tree, incremental = parse_module(edited, "m.py", cache)
+    assert incremental
+    assert ast.dump(tree, include_attributes=True) == ast.dump(
+        ast.parse(edited), include_attributes=True
+    )
+    assert not cache.prime("m.py", text)  # the save's tree is newer: kept
+    kept = cache.take("m.py")
+    assert kept is not None and kept[0] == edited
+    assert not cache.prime("small.py", "x = 1\n")  # below MIN_CHARS
+    assert not cache.prime("bad.py", text + "\ndef (:\n")  # the save reports it
+    assert len(cache) == 0
+
+
 @pytest.mark.e2e
 def test_real_modules_under_random_edits(real_corpus: Path) -> None:
     files = sorted((real_corpus / "pycsamt").rglob("*.py"))

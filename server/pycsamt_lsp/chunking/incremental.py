@@ -30,6 +30,8 @@ import ast
 import threading
 from collections import OrderedDict
 
+from pycsamt_lsp.index.heap import paused_gc
+
 __all__ = ["TreeCache", "parse_module"]
 
 # Files smaller than this are parsed whole: the gain would be a millisecond.
@@ -68,6 +70,32 @@ class TreeCache:
                 sum(len(t) for t, _ in self._items.values()) > self.max_chars
             ):
                 self._items.popitem(last=False)
+
+    def prime(self, rel: str, text: str) -> bool:
+        """Parse *text* (the file as an editor opened it) and keep its tree,
+        so the file's first save re-parses only what it changed (without it
+        the first save parses the whole file: 1.6x its ``ast.parse`` for the
+        239 KB funcutils.py instead of ~1.05x). True when a tree was kept.
+
+        Bounded like :meth:`put` (files of 16,000 characters to 1 M only),
+        and a tree already kept for *rel* (a save that came first) is left
+        alone. Called off the event loop: ~0.1 s for the largest module.
+        """
+        if len(text) < MIN_CHARS or len(text) > self.max_chars:
+            return False
+        with self._lock:
+            if rel in self._items:
+                return False
+        try:
+            with paused_gc():  # acyclic: no collection walks it meanwhile
+                tree = ast.parse(text, filename=rel)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False  # the save reports it
+        with self._lock:
+            if rel in self._items:
+                return False
+        self.put(rel, text, tree)
+        return True
 
     def forget(self, rel: str) -> None:
         """Drop the entry of *rel* (deleted or skipped file)."""

@@ -367,6 +367,25 @@ def schedule(ls: PycsamtServer, uri: str, delay: float) -> None:
 
 async def did_open(ls: PycsamtServer, params: types.DidOpenTextDocumentParams) -> None:
     await publish(ls, params.text_document.uri)
+    ls.spawn(_prime_tree(ls, params.text_document.uri))
+
+
+async def _prime_tree(ls: PycsamtServer, uri: str) -> None:
+    """Parse an opened corpus module now, off the event loop, so its first
+    save re-parses only what changed (``Workspace.prime_tree``)."""
+    from pygls.uris import to_fs_path
+
+    from pycsamt_lsp.errors import QueryError
+    from pycsamt_lsp.lsp import folders
+
+    try:  # files restored at start-up are opened before the index is
+        primary = await ls.workspace_ready()
+    except QueryError:
+        return
+    ws = folders.workspace_for(ls, uri) or primary
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    if path:
+        await ls.run_blocking("prime tree", ws.prime_tree, path, lane="command")
 
 
 def did_change(ls: PycsamtServer, params: types.DidChangeTextDocumentParams) -> None:

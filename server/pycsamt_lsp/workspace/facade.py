@@ -133,6 +133,12 @@ class Workspace:
         #: server configures at start; answer/ and routing/ load on first use)
         self.ask_changes: dict[str, Any] = {}
         self.long_lived = long_lived
+        #: package model updates of saved index files not applied yet
+        #: (``rel -> update``, the latest per file), and the model they are
+        #: for: a save is searchable before its module is re-modelled
+        #: (:meth:`_defer_model`)
+        self._model_pending: dict[str, ModelUpdate] = {}
+        self._model_pending_for: PackageModel | None = None
         #: the static package model, kept current with the index
         self.package_model = ModelService(
             self.root,
@@ -825,11 +831,43 @@ class Workspace:
                     skipped[rel] = fc.error
                 per_file[rel] = (sha, fc.chunks)
                 model_updates.append((rel, data, fc.tree))
-            self._update_model(model_updates, notify=False)
+            # queued before the listeners hear of the snapshot: what they
+            # read of the model then has this save in it
+            self._defer_model(model_updates)
             self._publish(snap.updated(per_file, removed, fp, skipped), "update")
             report["fingerprint"] = fp
             report["seconds"] = round(time.perf_counter() - t0, 4)
             return report
+
+    def prime_tree(self, path: str | Path) -> bool:
+        """Keep the parse tree of an indexed module an editor opened, so that
+        its first save is re-parsed in its changed statements only, like
+        the later ones (:meth:`TreeCache.prime`). Costs one ``ast.parse``
+        now, off the event loop, and ~30 bytes of heap per character while
+        the tree is kept (the tree cache's bound: two files, 1 M characters,
+        so ~30 MB at worst). True when a tree was kept; results of every
+        request are the same either way.
+        """
+        try:
+            rel = self.rel_of(path)
+        except (ValueError, OSError):
+            return False
+        snap = self.snapshot
+        if rel is None or not rel.endswith(".py") or snap is None:
+            return False
+        if rel not in snap.files:  # only indexed modules are re-chunked on save
+            return False
+        try:
+            data = self._abs_of(rel).read_bytes()
+            text = data.decode("utf-8-sig")  # as chunk_file decodes
+        except (OSError, UnicodeDecodeError):
+            return False
+        if "\x00" in text:
+            return False
+        kept = self._trees.prime(rel, text)
+        if kept and self.long_lived:
+            heap.freeze()  # as after a save: no collection walks the tree
+        return kept
 
     # -- persistence ---------------------------------------------------------
 
@@ -858,6 +896,8 @@ class Workspace:
                 st.published = Published.of(disk)
             except IndexLoadError as exc:
                 log.info("keeping the in-memory snapshot: %s", exc)
+            if self._flush_model():  # the readers' model changed: tell them
+                self._notify(snap)
             self.package_model.persist()
             if self.long_lived:
                 heap.compact()  # the build's transients are gone now
@@ -868,15 +908,62 @@ class Workspace:
     @property
     def model(self) -> PackageModel:
         """The static package model, loaded or built on first use."""
-        m = self.package_model.model
+        m = self._held_model()
         return m if m is not None else self.ensure_model()
 
     def ensure_model(self) -> PackageModel:
         """Load the persisted model (re-parsing changed modules) or build it."""
         with self._lock:
+            self._flush_model()
             return self.package_model.ensure()
 
+    def _held_model(self) -> PackageModel | None:
+        """The model held now (None: not loaded), saves applied to it first,
+        unless a refresh or build holds the lock: then the model as it was
+        (what a reader got during an update before saves were deferred)."""
+        if self._model_pending and self._lock.acquire(blocking=False):
+            try:
+                self._flush_model()
+            finally:
+                self._lock.release()
+        return self.package_model.model
+
+    def _defer_model(self, updates: list[ModelUpdate]) -> None:
+        """Queue the model updates of a refresh (under the lock). The refresh
+        publishes its snapshot without them: re-modelling a saved module is
+        most of a save of a large one (the extraction walks the whole
+        tree), and nothing searchable needs it. The first use of the model
+        applies them (:meth:`_held_model`; in the server, the diagnostics
+        pass the new snapshot triggers), as does the next persist. A saved
+        file's tree may be shifted in place by its next save (the
+        incremental parser): that save's update replaces the file's entry
+        in the same locked refresh, so a stale tree is never modelled."""
+        model = self.package_model.model
+        if model is None or not updates:
+            return  # loaded later from disk, re-parsing what changed
+        if self._model_pending and self._model_pending_for is not model:
+            self._flush_model()
+            model = self.package_model.model
+        self._model_pending.update((u[0], u) for u in updates)
+        self._model_pending_for = model
+
+    def _flush_model(self) -> bool:
+        """Apply the queued saves (under the lock); True when the model
+        changed. Dropped when a build has replaced or forgotten the model
+        since: that one was made from the files on disk, as new as the
+        saves or newer."""
+        if not self._model_pending:
+            return False
+        updates = list(self._model_pending.values())
+        base = self._model_pending_for
+        self._model_pending.clear()
+        self._model_pending_for = None
+        if base is None or self.package_model.model is not base:
+            return False
+        return self.package_model.update(updates)
+
     def _update_model(self, updates: list[ModelUpdate], *, notify: bool = True) -> bool:
+        self._flush_model()  # queued saves first: the updates build on them
         if not self.package_model.update(updates):
             return False
         pub = self.published
@@ -897,7 +984,7 @@ class Workspace:
         and its re-export count once; the shorter public path is shown. The
         score is reciprocal-rank fusion of the two orders.
         """
-        pub, model = self.published, self.package_model.model
+        pub, model = self.published, self._held_model()
         if pub is None or model is None:
             return candidates
         from pycsamt_lsp.search.retrieval import search
@@ -1109,9 +1196,10 @@ class Workspace:
             "generation": snap.generation,
             "loaded_from": st.loaded_from,
             "persisted": not (st.dirty or self.package_model.dirty),
-            "model_modules": len(pm.modules)
-            if (pm := self.package_model.model)
-            else None,
+            # parse trees kept for the next save (prime_tree); read without
+            # making the cache, which a query process never needs
+            "parse_trees_kept": len(t) if (t := vars(self).get("_trees")) else 0,
+            "model_modules": len(pm.modules) if (pm := self._held_model()) else None,
             "created": st.manifest.get("created"),
             "tool_version": __version__,
         }
