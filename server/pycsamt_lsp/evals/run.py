@@ -21,11 +21,12 @@ from pycsamt_lsp.search.stages import OFF_BY_DEFAULT, STAGES
 __all__ = ["ABLATION_COMPONENTS", "ablation", "evaluate", "evaluate_suites"]
 
 #: Components the retrieval engine can switch off one at a time (the seed's,
-#: then the ranking stages of search/stages.py), ``+name`` for each stage
-#: that is off by default (that stage switched on), and ``seed``: every stage
-#: off at once, i.e. the seed's composition alone (DESIGN 5).
+#: then the ranking stages of search/stages.py that are on by default),
+#: ``+name`` for each stage that is off by default (that stage switched on),
+#: and ``seed``: every stage off at once, i.e. the seed's composition alone
+#: (DESIGN 5).
 ABLATION_COMPONENTS: tuple[str, ...] = (
-    *COMPONENTS,
+    *(x for x in COMPONENTS if x not in OFF_BY_DEFAULT),
     *(f"+{x}" for x in STAGES if x in OFF_BY_DEFAULT),
     "seed",
 )

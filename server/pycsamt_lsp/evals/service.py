@@ -46,8 +46,13 @@ def suite_paths(ws: Workspace, suite_dir: str | None) -> list[Path]:
 
 
 def _retriever(ws: Workspace, disabled: str | None) -> Retrieve:
-    # "seed": every ranking stage off, the seed's composition alone
-    disable = STAGES if disabled == "seed" else (disabled,) if disabled else ()
+    # "seed": every ranking stage off, the seed's composition alone; "a,b":
+    # components a and b off together; "+name": a stage that is off by
+    # default switched on (search/stages.py OFF_BY_DEFAULT)
+    if disabled == "seed":
+        disable: tuple[str, ...] = STAGES
+    else:
+        disable = tuple(disabled.split(",")) if disabled else ()
 
     def retrieve(query: str, k: int) -> list[dict[str, Any]]:
         res = ws.query(query, k, disable=disable, snippets=False)
