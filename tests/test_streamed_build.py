@@ -19,6 +19,7 @@ import pytest
 
 from pycsamt_lsp.corpus.profile import profile_from_dict
 from pycsamt_lsp.index.workers import plan_batches
+from pycsamt_lsp.model import state as model_state
 from pycsamt_lsp.workspace import facade
 from pycsamt_lsp.workspace.facade import Workspace
 
@@ -161,7 +162,8 @@ def test_a_failed_write_leaves_no_half_index(tmp_path: Path, monkeypatch) -> Non
     def boom(*_a, **_k):
         raise RuntimeError("worker died")
 
-    monkeypatch.setattr(facade, "pack_batch", boom)
+    # the facade imports it from model.state where a build uses it
+    monkeypatch.setattr(model_state, "pack_batch", boom)
     ws = Workspace(root, PROFILE, index_dir=idx, workers=1)
     with pytest.raises(RuntimeError):
         ws.rebuild()

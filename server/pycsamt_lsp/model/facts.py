@@ -22,7 +22,8 @@ from pycsamt_lsp.pyast.signatures import params_of
 from pycsamt_lsp.text.identifiers import split_identifier
 
 #: Bumped whenever the persisted shape of :class:`ModuleInfo` changes.
-MODEL_VERSION = 4  # 3: no credentials (issue 19); 4: locals()/sys.modules writes (17)
+MODEL_VERSION = 5  # 3: no credentials (issue 19); 4: locals()/sys.modules writes (17)
+# 5: modules the index leaves out recorded as deferred (model.deferred, issue 18)
 
 
 EXISTS, ABSENT, UNKNOWN = "exists", "absent", "unknown"

@@ -37,6 +37,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from pycsamt_lsp.model.deferred import DeferredModuleInfo
 from pycsamt_lsp.model.extract import ModuleInfo
 from pycsamt_lsp.model.facts import MODEL_VERSION, ClassInfo, FunctionInfo
 
@@ -287,7 +288,7 @@ class _Cursor:
 
 
 def read_persisted(
-    path: Path, *, budget: int = DEFAULT_BUDGET
+    path: Path, *, budget: int = DEFAULT_BUDGET, root: Path | None = None
 ) -> tuple[dict[str, Any], dict[str, ModuleInfo] | None, dict[str, str]]:
     """``package_model.json`` (the document ``{"model": PackageModel.to_dict(),
     "shas": {...}}``) as ``(model, files, shas)``.
@@ -295,7 +296,9 @@ def read_persisted(
     ``files`` maps every module file to a :class:`LazyModuleInfo` and
     ``model`` holds the other keys of the model (version checked); for a
     file that is not pure ASCII ``files`` is None and ``model`` is the whole
-    decoded model, for :meth:`PackageModel.from_dict`.
+    decoded model, for :meth:`PackageModel.from_dict`. A module the build
+    deferred (:mod:`pycsamt_lsp.model.deferred`) is read from under *root*
+    when first used.
     :class:`ValueError` (or ``KeyError``/``TypeError``) for a document of
     another version or shape, as :meth:`PackageModel.from_dict` raises.
     """
@@ -326,6 +329,9 @@ def read_persisted(
                     d, start, end = cur.value()
                     if not isinstance(d, dict):
                         raise TypeError(f"package model: {rel!r} is not an object")
+                    if "deferred" in d:  # listed, parsed from root when used
+                        files[rel] = DeferredModuleInfo.from_record(d, root)
+                        continue
                     head = ModuleInfo.from_dict(
                         {**d, "doc": None, "functions": {}, "classes": {}}
                     )

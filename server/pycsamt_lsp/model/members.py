@@ -9,7 +9,7 @@ namespace's members, and every public dotted symbol of the package.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pycsamt_lsp.model.extract import ModuleInfo
@@ -215,11 +215,19 @@ class _MembersBase(_ResolverBase):
             names.items(), key=lambda kv: (kv[0].startswith("_"), kv[0].lower())
         )
 
-    def all_symbols(self, include_private: bool = False) -> Iterator[str]:
+    def all_symbols(
+        self,
+        include_private: bool = False,
+        skip: Callable[[str], bool] | None = None,
+    ) -> Iterator[str]:
         """Dotted names of every module and module-level definition or
-        in-package re-export (public ones unless ``include_private``)."""
+        in-package re-export (public ones unless ``include_private``);
+        ``skip(module)`` True leaves a module and its names out unread (a
+        deferred module is then not parsed: ``model.deferred``)."""
         for mod in sorted(self.modules):
             if not include_private and any(p.startswith("_") for p in mod.split(".")):
+                continue
+            if skip is not None and skip(mod):
                 continue
             yield mod
             info = self.modules[mod]

@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pycsamt_lsp.corpus.testfiles import is_test_module
+from pycsamt_lsp.model.deferred import DeferredModuleInfo
 from pycsamt_lsp.model.extract import (
     ModuleInfo,
     _extract_files,
@@ -321,7 +323,7 @@ class PackageModel(_MembersBase):
         """``(model, shas)`` from ``package_model.json``, every module lazy
         (:mod:`pycsamt_lsp.model.lazy`: functions, classes and docstrings are
         decoded from the file on first read); errors as :meth:`from_dict`."""
-        head, files, shas = read_persisted(path, budget=budget)
+        head, files, shas = read_persisted(path, budget=budget, root=root)
         if files is None:
             return cls.from_dict(head, root), shas
         model = cls(head["package"], root)
@@ -339,7 +341,14 @@ class PackageModel(_MembersBase):
                 f"package model version {d.get('model_version')} != {MODEL_VERSION}"
             )
         model = cls(d["package"], root)
-        model._files = {rel: ModuleInfo.from_dict(v) for rel, v in d["files"].items()}
+        model._files = {
+            rel: (
+                DeferredModuleInfo.from_record(v, root)
+                if "deferred" in v
+                else ModuleInfo.from_dict(v)
+            )
+            for rel, v in d["files"].items()
+        }
         model._dirs = set(d["dirs"])
         return model
 
@@ -349,8 +358,20 @@ class PackageModel(_MembersBase):
         """Build the lazily built parts (module table, suggestion index) now,
         e.g. off the event loop right after a build or an update."""
         _ = self.modules
-        if self._suggest_index is None:
+        if self._suggest_index is None and not self._suggest_parses():
             self._suggest_index = _SuggestIndex(self)
+
+    def _suggest_parses(self) -> bool:
+        """Whether the suggestion index would parse deferred modules (their
+        names are suggested, so the first suggestion parses them; a model
+        made ready for editing does not: ``model.deferred``)."""
+        return any(
+            isinstance(info, DeferredModuleInfo)
+            and not info.materialised
+            and not is_test_module(info.name)
+            and not any(p.startswith("_") for p in info.name.split("."))
+            for info in self._files.values()
+        )
 
     def suggest(
         self,

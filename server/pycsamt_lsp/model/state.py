@@ -26,6 +26,7 @@ from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen, shown
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.tokenize import term_counts
+from pycsamt_lsp.model.deferred import DeferredModuleInfo, deferrable
 from pycsamt_lsp.model.package import (
     ModuleInfo,
     PackageModel,
@@ -41,6 +42,7 @@ __all__ = [
     "ModelWriter",
     "PackedChunks",
     "PackedFile",
+    "deferred_info",
     "load_model",
     "module_files",
     "pack_batch",
@@ -253,8 +255,34 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
         raw = b"" if rel.endswith((".so", ".pyd")) else path.read_bytes()
     except OSError:
         return rel, failed, None, None, None, None
+    sha = sha_hex(raw)
+    later = deferred_info(rel, raw, profile.package, root, sha)
+    if later is not None:  # listed, parsed when first used (model.deferred)
+        return rel, failed, None, None, _record(rel, later.to_dict()), sha
     _fc, info = _parse(rel, raw, profile, False)
-    return rel, failed, None, None, _model_record(info, profile, root), sha_hex(raw)
+    return rel, failed, None, None, _model_record(info, profile, root), sha
+
+
+def deferred_info(
+    rel: str, data: bytes, package: str, root: Path | None, sha: str | None = None
+) -> DeferredModuleInfo | None:
+    """A module file the index leaves out, as a deferred module (not parsed:
+    :mod:`pycsamt_lsp.model.deferred`), or None when it must be parsed now."""
+    meta = module_name_for(rel, package)
+    if meta is None or not deferrable(rel, meta[2], data):
+        return None
+    return DeferredModuleInfo.of(
+        name=meta[0],
+        rel=rel,
+        is_package=meta[1],
+        sha=sha if sha is not None else sha_hex(data),
+        root=root,
+    )
+
+
+def _record(rel: str, d: dict[str, Any]) -> bytes:
+    """One ``"rel": {...}`` entry of ``package_model.json``."""
+    return f"{_ENCODE_MODEL(rel)}: {_ENCODE_MODEL(d)}".encode()
 
 
 def _model_record(
@@ -264,10 +292,12 @@ def _model_record(
     the model itself (``add_module`` may still re-read Cython includes)."""
     if info is None:
         return None
-    one = PackageModel(profile.package, root)
-    one.add_module(info)
-    ((rel, d),) = one.to_dict()["files"].items()
-    return f"{_ENCODE_MODEL(rel)}: {_ENCODE_MODEL(d)}".encode()
+    if info.kind == "cython":  # add_module may re-read its includes
+        one = PackageModel(profile.package, root)
+        one.add_module(info)
+        ((rel, d),) = one.to_dict()["files"].items()
+        return _record(rel, d)
+    return _record(info.rel, info.to_dict())
 
 
 def _pack_chunks(fc: FileChunks) -> PackedChunks:

@@ -58,7 +58,8 @@ class _SuggestIndex:
         self.by_token: dict[str, array[int]] = defaultdict(lambda: array("i"))
         intern = sys.intern
         seen: set[str] = set()
-        for dotted in model.all_symbols():
+        # a test module's names are never suggested: not read (not parsed)
+        for dotted in model.all_symbols(skip=is_test_module):
             if dotted in seen or is_test_module(dotted):
                 continue
             seen.add(dotted)

@@ -309,16 +309,19 @@ class Workspace:
 
         from pycsamt_lsp.index.workers import main_script_hidden
         from pycsamt_lsp.model.package import PackageModel
-        from pycsamt_lsp.model.state import process_file
+        from pycsamt_lsp.model.state import deferred_info, process_file
 
         per_file: dict[str, tuple[str, list[Chunk]]] = {}
         skipped: dict[str, str] = {}
         counts: dict[str, list[dict[str, int]]] = {}
         model = PackageModel(self.profile.package, self.root)
         jobs = [(rel, contents[rel], self.profile, True) for rel in sorted(entries)]
-        jobs += [
-            (rel, data, self.profile, False) for rel, data in sorted(model_only.items())
-        ]
+        for rel, data in sorted(model_only.items()):
+            later = deferred_info(rel, data, self.profile.package, self.root)
+            if later is not None:  # parsed when first used (model.deferred)
+                model.add_module(later)
+            else:
+                jobs.append((rel, data, self.profile, False))
         total = max(len(jobs), 1)
 
         def take(i: int, rel: str, fc: FileChunks, info) -> None:

@@ -1,0 +1,236 @@
+"""Module files the index leaves out, modelled only when something asks.
+
+Why: a build models every module file of the package, but about a quarter
+of the pyCSAMT sdist's module bytes (its UI glue, its own RAG internals and
+eval tables) and more than half of a maintainer checkout's (678 unit-test
+modules inside the package) are files the index never chunks. Parsing them
+was 25-45 % of a build's CPU, for facts an editing session rarely reads.
+
+So a build lists such a file (name, path, content hash) without parsing it:
+a :class:`DeferredModuleInfo`. Its path-derived fields (``name``, ``rel``,
+``is_package``, ``kind``: all that the module table and the package-wide
+path scans read) are set; the first read of any other field parses the file
+under the corpus root (size-bounded, :func:`read_regular`), once, and keeps
+the facts. Answers do not change: the facts are the ones an eager build
+extracts from the same bytes. A changed file (hash differs from the one
+recorded) is parsed as it is now, and logged; a missing or unreadable one
+becomes a module whose namespace is unknown, never a crash. Nothing is
+imported or executed (``ast`` only).
+
+Two fields are read for every module by package-wide scans (resolution
+walks ``injects`` and ``registered_modules`` of all files before it calls a
+name absent): only files whose text cannot produce them are deferred
+(:func:`deferrable`), so those two are known to be empty without a parse.
+
+The persisted model records such a module as deferred (its JSON object has
+``"deferred": sha256``) whether or not it was materialised since, so what a
+build writes depends only on the corpus; a loaded model materialises them the
+same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular
+from pycsamt_lsp.model.extract import ModuleInfo, module_info_from_bytes
+
+__all__ = ["DeferredModuleInfo", "deferrable"]
+
+log = logging.getLogger(__name__)
+
+#: What the package-wide scans read of every module: ``setattr(obj, "n", v)``
+#: injections (``dynamic._scan_injects``) and ``sys.modules[...]`` /
+#: ``sys.meta_path`` registrations (``extract``). A file mentioning none of
+#: these words has neither, so both fields are empty without a parse.
+_SCANNED_WORDS = (b"setattr", b"modules", b"meta_path")
+
+#: Fields read without materialising: from the path, or known empty.
+_PATH_FIELDS = ("name", "rel", "is_package", "kind")
+_EMPTY_FIELDS = ("registered_modules", "injects")
+_ALL_FIELDS = tuple(f.name for f in fields(ModuleInfo))
+_LAZY_FIELDS = tuple(
+    n for n in _ALL_FIELDS if n not in _PATH_FIELDS and n not in _EMPTY_FIELDS
+)
+_SLOT = {n: ModuleInfo.__dict__[n] for n in _ALL_FIELDS}
+
+#: One lock for every deferred module's first parse: parses are rare and
+#: short, and one lock per module would cost a lock object each.
+_LOCK = threading.Lock()
+
+
+def deferrable(rel: str, kind: str, data: bytes) -> bool:
+    """True when the module file *rel* (of model *kind*) may be deferred:
+    plain Python source whose text has none of :data:`_SCANNED_WORDS`."""
+    return kind == "source" and not any(w in data for w in _SCANNED_WORDS)
+
+
+class DeferredModuleInfo(ModuleInfo):
+    """A :class:`ModuleInfo` parsed from its file on first use (module doc).
+
+    Equal to the eager ``ModuleInfo`` of the same bytes (comparing reads, so
+    materialises). Assigning a field materialises the others first.
+    """
+
+    __slots__ = ("_ready", "_root", "_sha")
+
+    _root: Path | None
+    _sha: str
+    _ready: bool
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        name: str,
+        rel: str,
+        is_package: bool,
+        sha: str,
+        root: Path | None,
+    ) -> DeferredModuleInfo:
+        """A deferred source module: *sha* is the SHA-256 (hex) of the bytes
+        the build saw, *root* the corpus root its ``rel`` is relative to."""
+        info = cls.__new__(cls)
+        for n, v in (
+            ("name", name),
+            ("rel", rel),
+            ("is_package", is_package),
+            ("kind", "source"),
+            ("registered_modules", []),
+            ("injects", []),
+        ):
+            _SLOT[n].__set__(info, v)
+        object.__setattr__(info, "_root", Path(root) if root is not None else None)
+        object.__setattr__(info, "_sha", sha)
+        object.__setattr__(info, "_ready", False)
+        return info
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any], root: Path | None) -> DeferredModuleInfo:
+        """The inverse of :meth:`to_dict`."""
+        sha = d["deferred"]
+        if not isinstance(sha, str):
+            raise TypeError(f"package model: {d.get('rel')!r} deferred is not a hash")
+        return cls.of(
+            name=d["name"],
+            rel=d["rel"],
+            is_package=bool(d["is_package"]),
+            sha=sha,
+            root=root,
+        )
+
+    @property
+    def sha(self) -> str:
+        """The content hash the build recorded."""
+        return self._sha
+
+    @property
+    def materialised(self) -> bool:
+        """Whether the file was parsed already."""
+        return self._ready
+
+    def to_dict(self) -> dict[str, Any]:
+        """The deferred record (never the parsed facts: what is persisted
+        depends on the corpus only, not on what was read meanwhile)."""
+        return {
+            "name": self.name,
+            "rel": self.rel,
+            "is_package": self.is_package,
+            "kind": self.kind,
+            "deferred": self._sha,
+        }
+
+    def materialise(self) -> None:
+        """Parse the file now (once; thread-safe)."""
+        if self._ready:
+            return
+        with _LOCK:
+            if self._ready:
+                return
+            got = self._parse()
+            for n in _LAZY_FIELDS + _EMPTY_FIELDS:
+                _SLOT[n].__set__(self, getattr(got, n))
+            object.__setattr__(self, "_ready", True)
+
+    def _parse(self) -> ModuleInfo:
+        if self._root is None:
+            return self._unknown("no corpus root to read it from")
+        try:
+            data = read_regular(self._root / self.rel, MODEL_MAX_BYTES)
+        except OSError as exc:
+            log.info("deferred module %s unreadable: %s", self.rel, exc)
+            return self._unknown(f"unreadable: {exc}")
+        if data is None:
+            return self._unknown(f"unreadable: larger than {MODEL_MAX_BYTES} bytes")
+        if hashlib.sha256(data).hexdigest() != self._sha:
+            log.info(
+                "deferred module %s changed since the build: parsed as is", self.rel
+            )
+        return module_info_from_bytes(
+            data, self.name, self.rel, self.is_package, "source", self._root
+        )
+
+    def _unknown(self, why: str) -> ModuleInfo:
+        """What an eager model holds for a file it cannot read."""
+        return ModuleInfo(
+            name=self.name,
+            rel=self.rel,
+            is_package=self.is_package,
+            kind="source",
+            parse_error=why,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModuleInfo):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in _ALL_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as ModuleInfo
+
+    def __repr__(self) -> str:
+        state = "parsed" if self._ready else "deferred"
+        return f"DeferredModuleInfo({self.name!r}, {self.rel!r}, {state})"
+
+
+def _lazy_property(name: str) -> property:
+    slot = _SLOT[name]
+
+    def get(self: DeferredModuleInfo) -> Any:
+        if not self._ready:
+            self.materialise()
+        return slot.__get__(self, ModuleInfo)
+
+    def put(self: DeferredModuleInfo, value: Any) -> None:
+        if not self._ready:
+            self.materialise()
+        slot.__set__(self, value)
+
+    return property(get, put, doc=f"``ModuleInfo.{name}``, parsed on first read.")
+
+
+def _known_property(name: str) -> property:
+    """A field known without a parse until the file is parsed (then the
+    parsed value: a file changed since the build may differ)."""
+    slot = _SLOT[name]
+
+    def get(self: DeferredModuleInfo) -> Any:
+        return slot.__get__(self, ModuleInfo)
+
+    def put(self: DeferredModuleInfo, value: Any) -> None:
+        if not self._ready:
+            self.materialise()
+        slot.__set__(self, value)
+
+    return property(get, put, doc=f"``ModuleInfo.{name}`` (empty when deferred).")
+
+
+for _name in _LAZY_FIELDS:
+    setattr(DeferredModuleInfo, _name, _lazy_property(_name))
+for _name in _EMPTY_FIELDS:
+    setattr(DeferredModuleInfo, _name, _known_property(_name))
+del _name

@@ -1,0 +1,354 @@
+"""Deferred modules (``model.deferred``) give the answers an eager model gives.
+
+A build lists the module files the index leaves out (UI glue, the package's
+own tests, ...) without parsing them; they are parsed on first use. These
+tests hold every answer of such a model (built and persisted by the real
+build, then loaded as a server or CLI loads it) equal to the eager
+``PackageModel.build`` of the same tree: ``resolve`` of every name each
+module binds and of names that do not exist, ``validate_generated_code`` of
+imports, re-exports, star imports and hallucinations, and suggestions; on a
+fixture tree with every case, and on the real pyCSAMT sdist.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from pycsamt_lsp.analysis.validate import validate_generated_code
+from pycsamt_lsp.corpus.profile import profile_from_dict
+from pycsamt_lsp.model.deferred import DeferredModuleInfo
+from pycsamt_lsp.model.facts import MODEL_VERSION
+from pycsamt_lsp.model.package import PackageModel
+from pycsamt_lsp.model.state import MODEL_FILE
+from pycsamt_lsp.workspace import facade
+from pycsamt_lsp.workspace.facade import Workspace
+
+PROFILE = profile_from_dict(
+    {
+        "name": "fixture",
+        "package": "geo",
+        "roots": ["geo"],
+        "excludes": ["geo/app/"],
+    }
+)
+
+FILES = {
+    "geo/__init__.py": (
+        '"""Geo."""\n'
+        "from geo.app.tools import helper as helper\n"
+        "from geo.app.star import *\n"
+        "from geo.core import shift\n"
+        "__all__ = ['helper', 'shift', 'Shown']\n"
+    ),
+    "geo/core/__init__.py": "from .shift import correct\n",
+    "geo/core/shift.py": (
+        "def correct(x, *, factor=1.0):\n"
+        '    """Correct."""\n'
+        "    return x\n\n\n"
+        "class Agent:\n"
+        "    def run(self, band=None):\n"
+        "        self.band = band\n"
+    ),
+    # excluded by the profile: modelled, not indexed -> deferred
+    "geo/app/__init__.py": "",
+    "geo/app/tools.py": (
+        "import os\n\n"
+        "def helper(path, mode='r'):\n"
+        '    """Help."""\n'
+        "    return os.path.basename(path)\n\n\n"
+        "class Tool:\n"
+        "    def use(self, n: int = 2):\n"
+        "        return n\n"
+    ),
+    "geo/app/star.py": (
+        "__all__ = ['Shown']\n\n\nclass Shown:\n    pass\n\n\nclass _Hidden:\n    pass\n"
+    ),
+    "geo/app/nested/__init__.py": "from geo.app.nested.deep import Deep\n",
+    "geo/app/nested/deep.py": "class Deep:\n    x = 1\n",
+    "geo/app/broken.py": "def f(:\n    pass\n",
+    "geo/app/opened.py": "def __getattr__(name):\n    return name\n",
+    # text the package-wide scans read: parsed by the build, never deferred
+    "geo/app/dyn.py": "import geo.core\nsetattr(geo.core, 'injected_name', 1)\n",
+    "geo/app/reg.py": "import sys\nsys.modules['geo.virtual'] = object()\n",
+    # unit tests inside the package: modelled, not indexed -> deferred
+    "geo/tests/__init__.py": "",
+    "geo/tests/test_shift.py": (
+        "from geo.core.shift import correct\n\n\ndef test_correct():\n"
+        "    assert correct(1) == 1\n"
+    ),
+    "geo/tests/conftest.py": "import pytest\n",
+}
+
+GOOD_AND_BAD = [
+    "from geo import helper",
+    "from geo import Shown",
+    "from geo import _Hidden",
+    "from geo import shift, correct",
+    "from geo.app.tools import helper, Tool",
+    "from geo.app.tools import helpr",
+    "from geo.app.star import Shown, _Hidden, nothing",
+    "from geo.app.nested import Deep",
+    "from geo.app.nested.deep import Deep, Shallow",
+    "from geo.app.broken import anything",
+    "from geo.app.opened import anything",
+    "from geo.app.missing import x",
+    "from geo.tests.test_shift import test_correct, correct, nope",
+    "from geo.tests import conftest",
+    "import geo.virtual",
+    "from geo.core import injected_name",
+    "from geo.core.shift import corect",
+    "from geo.app.tools import helper\nhelper('a', mode='w', colour=1)\n",
+    "from geo.app.tools import Tool\nTool().use(n=3)\nTool().missing()\n",
+    "import geo.app.tools as t\nt.helper('x')\nt.Tool.nope\n",
+    "from geo.app import tols\n",
+]
+
+
+def make_tree(root: Path) -> None:
+    for rel, text in FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+
+
+def names_to_ask(model: PackageModel) -> list[str]:
+    """Every module, every name each binds, and names that do not exist."""
+    out: list[str] = []
+    for mod, info in sorted(model.modules.items()):
+        out += [mod, f"{mod}.not_there", f"{mod}.__version__"]
+        out += [f"{mod}.{n}" for n in info.bindings]
+        for cname, ci in info.classes.items():
+            out += [f"{mod}.{cname}.{m}" for m in ci.methods]
+            out.append(f"{mod}.{cname}.no_such_method")
+    return out
+
+
+def answers(model: PackageModel, names: list[str], codes: list[str]) -> dict:
+    res = {}
+    for n in names:
+        r = model.resolve(n)
+        res[n] = (r.status, r.target, r.message, r.location)
+    for code in codes:
+        res[code] = validate_generated_code(code, model)
+    return res
+
+
+def deferred_of(model: PackageModel) -> dict[str, DeferredModuleInfo]:
+    return {
+        rel: info
+        for rel, info in model._files.items()
+        if isinstance(info, DeferredModuleInfo)
+    }
+
+
+def built_model(root: Path, index_dir: Path, *, workers: int = 1) -> Workspace:
+    ws = Workspace(root, PROFILE, index_dir=index_dir, workers=workers)
+    ws.rebuild()
+    return ws
+
+
+def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    make_tree(root)
+    ws = built_model(root, tmp_path / "idx")
+    doc = json.loads((tmp_path / "idx" / MODEL_FILE).read_text())
+    assert doc["model"]["model_version"] == MODEL_VERSION
+    recorded = {r for r, d in doc["model"]["files"].items() if "deferred" in d}
+    assert recorded == {
+        "geo/app/__init__.py",
+        "geo/app/tools.py",
+        "geo/app/star.py",
+        "geo/app/nested/__init__.py",
+        "geo/app/nested/deep.py",
+        "geo/app/broken.py",
+        "geo/app/opened.py",
+        "geo/tests/__init__.py",
+        "geo/tests/test_shift.py",
+        "geo/tests/conftest.py",
+    }
+    for rel in recorded:  # the record carries the hash of the bytes listed
+        assert doc["model"]["files"][rel]["deferred"] == doc["shas"][rel]
+    model = ws.model  # loaded from the persisted file, as a CLI or server does
+    lazy = deferred_of(model)
+    assert set(lazy) == recorded
+    assert not any(i.materialised for i in lazy.values())
+    # the module table and the package-wide scans read none of them
+    assert "geo.app.tools" in model.modules
+    assert model.resolve("geo.core.injected_name").status == "unknown"
+    assert not any(i.materialised for i in lazy.values())
+    # a name inside one parses the modules its path walks through only
+    assert model.resolve("geo.app.tools.helper").status == "exists"
+    assert sorted(r for r, i in lazy.items() if i.materialised) == [
+        "geo/app/__init__.py",
+        "geo/app/tools.py",
+    ]
+    # suggestions name the excluded modules' symbols too: the first parses them
+    model.suggest("helpr")
+    assert sorted(r for r, i in lazy.items() if not i.materialised) == [
+        "geo/tests/__init__.py",
+        "geo/tests/conftest.py",
+        "geo/tests/test_shift.py",
+    ]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_deferred_answers_equal_the_eager_model(
+    tmp_path: Path, monkeypatch, workers: int
+) -> None:
+    root = tmp_path / "corpus"
+    make_tree(root)
+    if workers > 1:
+        monkeypatch.setattr(facade, "_PARALLEL_MIN_FILES", 1)
+    ws = built_model(root, tmp_path / "idx", workers=workers)
+    deferred = ws.model
+    eager = PackageModel.build(root, "geo")
+    for m in (deferred, eager):
+        m.suggest_demote = lambda rel: not PROFILE.should_index(rel)
+    assert deferred_of(deferred) and not deferred_of(eager)
+    names = names_to_ask(eager)
+    assert len(names) > 60
+    assert answers(deferred, names, GOOD_AND_BAD) == answers(eager, names, GOOD_AND_BAD)
+    for name in ("helpr", "Tol", "shown", "geo.app.tols", "corect", "Dep"):
+        assert deferred.suggest(name, k=5) == eager.suggest(name, k=5)
+        assert deferred.suggest(name, kind="module") == eager.suggest(
+            name, kind="module"
+        )
+    assert deferred.members("geo") == eager.members("geo")
+    assert deferred.members("geo.app.tools.Tool") == eager.members("geo.app.tools.Tool")
+    assert list(deferred.all_symbols()) == list(eager.all_symbols())
+    # and every module's facts are the same (this parses the rest)
+    assert set(deferred._files) == set(eager._files)
+    for rel, info in eager._files.items():
+        assert deferred._files[rel] == info, rel
+
+
+def test_in_memory_build_defers_the_same_modules(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    make_tree(root)
+    ws = Workspace(root, PROFILE, index_dir=tmp_path / "a", workers=1)
+    ws.build()
+    held = ws.package_model.model
+    assert held is not None
+    assert set(deferred_of(held)) == set(
+        deferred_of(built_model(root, tmp_path / "b").model)
+    )
+    names = names_to_ask(PackageModel.build(root, "geo"))
+    assert answers(held, names, GOOD_AND_BAD) == answers(
+        PackageModel.build(root, "geo"), names, GOOD_AND_BAD
+    )
+
+
+def test_a_deferred_file_gone_or_changed_is_read_as_it_is(
+    tmp_path: Path, caplog
+) -> None:
+    root = tmp_path / "corpus"
+    make_tree(root)
+    model = built_model(root, tmp_path / "idx").model
+    (root / "geo/app/star.py").unlink()
+    (root / "geo/app/tools.py").write_text("def other():\n    pass\n")
+    with caplog.at_level(logging.INFO, logger="pycsamt_lsp.model.deferred"):
+        gone = model.resolve("geo.app.star.Shown")
+        changed = model.resolve("geo.app.tools.other")
+    assert gone.status == "unknown"  # not readable: never "absent", no crash
+    assert changed.status == "exists"
+    assert "changed since the build" in caplog.text
+    assert "unreadable" in caplog.text
+
+
+def test_a_model_of_the_previous_version_is_rebuilt_with_a_reason(
+    tmp_path: Path, caplog
+) -> None:
+    root = tmp_path / "corpus"
+    make_tree(root)
+    idx = tmp_path / "idx"
+    built_model(root, idx)
+    path = idx / MODEL_FILE
+    doc = json.loads(path.read_text())
+    doc["model"]["model_version"] = MODEL_VERSION - 1
+    path.write_text(json.dumps(doc))
+    ws = Workspace(root, PROFILE, index_dir=idx, workers=1)
+    with caplog.at_level(logging.WARNING):
+        model = ws.model
+    assert "rebuilding the package model" in caplog.text
+    assert f"!= {MODEL_VERSION}" in caplog.text
+    assert model.resolve("geo.app.tools.helper").status == "exists"
+
+
+def test_a_reloaded_model_round_trips_deferred_records(tmp_path: Path) -> None:
+    """Persisting a loaded model (some deferred modules parsed since) writes
+    the same bytes: the record says deferred, not what was read."""
+    root = tmp_path / "corpus"
+    make_tree(root)
+    idx = tmp_path / "idx"
+    model = built_model(root, idx).model
+    before = (idx / MODEL_FILE).read_bytes()
+    model.resolve("geo.app.tools.Tool.use")
+    loaded, _shas = PackageModel.load_persisted(idx / MODEL_FILE, root)
+    loaded.resolve("geo.app.nested.Deep")
+    again = b"".join(loaded.iter_json())
+    assert again == b"".join(
+        PackageModel.from_dict(json.loads(before)["model"], root).iter_json()
+    )
+    assert json.loads(before)["model"] == json.loads(again)
+
+
+# -- the real sdist -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sdist_models(real_corpus: Path, pycsamt_profile, tmp_path_factory):
+    """(deferred model from a real build + load, eager PackageModel.build)."""
+    idx = tmp_path_factory.mktemp("deferred_idx")
+    ws = Workspace(real_corpus, pycsamt_profile, index_dir=idx, workers=2)
+    ws.rebuild()  # writes into idx only, never into the cached corpus
+    deferred = ws.model
+    eager = PackageModel.build(real_corpus, "pycsamt")
+    eager.suggest_demote = lambda rel: not pycsamt_profile.should_index(rel)
+    eager.prepare()
+    return deferred, eager
+
+
+@pytest.mark.corpus
+def test_sdist_defers_hundreds_of_modules(sdist_models) -> None:
+    deferred, _ = sdist_models
+    assert len(deferred_of(deferred)) > 250
+
+
+@pytest.mark.corpus
+def test_sdist_answers_equal_the_eager_model(sdist_models, real_corpus) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        import test_validate_corpus as tvc
+    finally:
+        sys.path.pop(0)
+    deferred, eager = sdist_models
+    stmts = sorted({s for _, _, s in tvc._corpus_import_statements(real_corpus)})
+    assert len(stmts) > 2000
+    codes = stmts + [code for _, code in tvc._hallucinations(real_corpus)]
+    codes += [
+        "from pycsamt import static_shift",
+        "from pycsamt.agents import StaticShiftAgent",
+        "from pycsamt.app.desktop import nothing_here",
+        "from pycsamt.assistant.rag import retriever",
+    ]
+    names = [
+        "pycsamt.static_shift",
+        "pycsamt.agents.StaticShiftAgent",
+        "pycsamt.geodrill",
+        "pycsamt.emtools.ss.estimate_ss_ama",
+        "pycsamt.seg.EDIFile",
+        "pycsamt.app",
+        "pycsamt.app.not_there",
+    ]
+    got, want = answers(deferred, names, codes), answers(eager, names, codes)
+    assert [k for k in want if got[k] != want[k]] == []
+    for name in ("static_shift", "EDI_file", "rotate_strike", "ss_correction"):
+        assert deferred.suggest(name) == eager.suggest(name)
+    # every problem the validation found in pyCSAMT itself is still found
+    broken = {s for _, s in tvc.KNOWN_BROKEN_IMPORTS}
+    assert all(not got[s]["ok"] for s in broken if s in got)
