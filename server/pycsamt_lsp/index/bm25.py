@@ -34,6 +34,9 @@ K1 = 1.5
 B = 0.75
 #: Fold the delta segment into main once it holds this share of the slots.
 _COMPACT_SHARE = 0.10
+#: Query-term weights kept per index (postings; 8 bytes each): ~4 MB.
+_CACHED_POSTINGS = 1 << 19
+_NO_DOCS = np.zeros(0, np.int32)
 
 DocTerms = tuple[np.ndarray, np.ndarray]  # (term ids int32, tf float32)
 
@@ -268,41 +271,77 @@ class BM25Index:
 
     # -- scoring -------------------------------------------------------------
 
-    def scores(self, tokens: Iterable[str]) -> np.ndarray:
-        """BM25 of every slot for the unique query *tokens* (0 for dead slots)."""
-        out: np.ndarray = np.zeros(self.n_slots, np.float64)
-        tids = self.term_ids(tokens)
-        if len(tids) == 0:
-            return out
-        idf = self.idf(tids)
-        docs_parts, w_parts = [], []
+    @cached_property
+    def _weights(self) -> dict[int, tuple[np.ndarray, ...]]:
+        """Term id -> its postings and their BM25 weights, per segment
+        (``main docs, main weights, delta docs, delta weights``), filled
+        when a query first uses the term. The index never changes, so a
+        term's weights are the same numbers every time: computing them once
+        spares every later query the gather and the arithmetic per posting.
+        At most :data:`_CACHED_POSTINGS` postings are kept (then it starts
+        over), a few MB."""
+        return {}
+
+    def _term_weights(self, tid: int, idf: float) -> tuple[np.ndarray, ...]:
+        """:attr:`_weights` of one term: its postings' slots (views of the
+        segments) and ``term_score`` with the per-document denominator part
+        precomputed, element by element the operations the vector over all
+        query terms did."""
+        out: list[np.ndarray] = []
+        norm, k1 = self._norm, self.k1
         for ptr, pdoc, ptf in (
             (self.main_ptr, self.main_doc, self.main_tf),
             (self.delta_ptr, self.delta_doc, self.delta_tf),
         ):
-            if not len(pdoc):  # the delta segment is empty between updates
-                continue
-            starts, ends = ptr[tids], ptr[tids + 1]
-            lens = ends - starts
-            total = int(lens.sum())
-            if not total:
-                continue
-            idx = np.repeat(
-                starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens
-            ) + np.arange(total)
-            d = pdoc[idx]
-            f = ptf[idx].astype(np.float64)
-            # term_score with its per-document denominator part precomputed
-            w = np.repeat(idf, lens) * (f * (self.k1 + 1.0)) / (f + self._norm[d])
-            docs_parts.append(d)
-            w_parts.append(w)
-        if docs_parts:
-            d = np.concatenate(docs_parts) if len(docs_parts) > 1 else docs_parts[0]
-            w = np.concatenate(w_parts) if len(w_parts) > 1 else w_parts[0]
+            # an empty segment (no delta between updates) has no postings
+            s, e = (int(ptr[tid]), int(ptr[tid + 1])) if len(pdoc) else (0, 0)
+            d = pdoc[s:e] if e > s else _NO_DOCS
+            f = ptf[s:e].astype(np.float64)
+            out += (d, idf * (f * (k1 + 1.0)) / (f + norm[d]))
+        return tuple(out)
+
+    def scores(self, tokens: Iterable[str]) -> np.ndarray:
+        """BM25 of every slot for the unique query *tokens* (0 for dead slots).
+
+        One ``bincount`` over the terms' cached posting weights, main segment
+        first then delta, each in query-term order: the summation order of
+        the per-query computation it replaced, so the same bits.
+        """
+        tids = self.term_ids(tokens)
+        if len(tids) == 0:
+            return np.zeros(self.n_slots, np.float64)
+        cache = self._weights
+        terms = tids.tolist()
+        rows = [cache.get(t) for t in terms]
+        if None in rows:
+            missing = [i for i, r in enumerate(rows) if r is None]
+            idf = self.idf(tids[missing]).tolist()
+            for i, w in zip(missing, idf, strict=True):
+                rows[i] = row = self._term_weights(terms[i], np.float64(w))
+                size = len(row[0]) + len(row[2])
+                if size <= _CACHED_POSTINGS:
+                    if self._cached[0] + size > _CACHED_POSTINGS:
+                        cache.clear()
+                        self._cached[0] = 0
+                    cache[terms[i]] = row
+                    self._cached[0] += size
+        parts = [r[0] for r in rows if len(r[0])] + [r[2] for r in rows if len(r[2])]
+        if not parts:
+            out = np.zeros(self.n_slots, np.float64)
+        else:
+            ws = [r[1] for r in rows if len(r[0])] + [r[3] for r in rows if len(r[2])]
+            d = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            w = np.concatenate(ws) if len(ws) > 1 else ws[0]
             out = np.bincount(d, weights=w, minlength=self.n_slots)  # 0 + x: same
         if self.n_docs < self.n_slots:
             out[~self.alive] = 0.0
         return out
+
+    @cached_property
+    def _cached(self) -> list[int]:
+        """How many postings :attr:`_weights` holds (a one-item list: the
+        dataclass is frozen)."""
+        return [0]
 
     # -- updates -------------------------------------------------------------
 

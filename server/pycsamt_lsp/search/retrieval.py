@@ -50,6 +50,8 @@ WORKFLOW_BOOST = 1.6
 RECIPE_BOOST = 1.25
 SYMBOL_BOOST = 1.5
 FEEDBACK_FLOOR = 0.15
+#: How many slots' ``(label, snippet)`` a :class:`RankAux` keeps (~1 MB).
+SHOWN_MAX = 4096
 #: Components that ablation can switch off one at a time.
 #: The seed's own components, then the stages after its composition.
 SEED_COMPONENTS = (
@@ -77,10 +79,16 @@ class RankAux:
     symbol_slots: Mapping[str, np.ndarray]
     #: arrays of the ranking stages after the seed's composition (stages.py)
     stages: StageAux
-    #: the first 3 characters of every leaf -> the longest leaf starting so:
-    #: a query substring can only be a leaf when it starts like one and is no
-    #: longer than the longest of those
-    leaf_heads: Mapping[str, int] = field(default_factory=dict)
+    #: the first 3 characters of every leaf -> the lengths of the leaves
+    #: starting so (ascending): a query substring can only be a leaf when it
+    #: starts like one and has the length of one of those
+    leaf_heads: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: what a query result shows of a slot, ``(label, snippet)``, and the
+    #: ``file://`` URI of a path, kept once computed (``Workspace.pool``): a
+    #: slot's chunk and a path's file are the same for this aux's snapshot
+    #: (a refresh publishes a new aux). At most :data:`SHOWN_MAX` slots.
+    shown: dict[int, tuple[str, str]] = field(default_factory=dict, repr=False)
+    uris: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, snap: Snapshot) -> RankAux:
@@ -202,8 +210,8 @@ class RankAux:
         """:meth:`leaves_in` with the leaf that matched, per group of slots.
 
         In the order of the substrings (run, start, end), each leaf once; a
-        start whose first 3 characters begin no leaf is skipped whole, and no
-        substring is longer than the longest leaf that starts like it.
+        start whose first 3 characters begin no leaf is skipped whole, and
+        only the lengths of leaves that start like it are tried.
         """
         found: list[tuple[str, np.ndarray]] = []
         seen: set[str] = set()
@@ -211,23 +219,29 @@ class RankAux:
         for run in _IDENT_RUN.findall(query_lower):
             n = len(run)
             for i in range(n - 2):
-                longest = heads.get(run[i : i + 3])
-                if longest is None:
+                lengths = heads.get(run[i : i + 3])
+                if lengths is None:
                     continue
-                for j in range(i + 3, min(n, i + longest) + 1):
-                    hit = slots.get(sub := run[i:j])
+                for m in lengths:
+                    if i + m > n:
+                        break
+                    hit = slots.get(sub := run[i : i + m])
                     if hit is not None and sub not in seen:
                         seen.add(sub)
                         found.append((sub, hit))
         return found
 
 
-def _heads(heads: dict[str, int], leaves: Iterable[str]) -> dict[str, int]:
-    """*heads* (``first 3 characters -> longest leaf``) with *leaves* added."""
+def _heads(
+    heads: dict[str, tuple[int, ...]], leaves: Iterable[str]
+) -> dict[str, tuple[int, ...]]:
+    """*heads* (``first 3 characters -> leaf lengths, ascending``) with
+    *leaves* added."""
+    grown: dict[str, set[int]] = {}
     for leaf in leaves:
-        h = leaf[:3]
-        if len(leaf) > heads.get(h, 0):
-            heads[h] = len(leaf)
+        grown.setdefault(leaf[:3], set()).add(len(leaf))
+    for h, lengths in grown.items():
+        heads[h] = tuple(sorted(lengths.union(heads.get(h, ()))))
     return heads
 
 
@@ -353,7 +367,8 @@ def search(
         paths = snap.table.paths
         picked = diversify(
             range(len(order)),
-            [paths[x] for x in slots.tolist()],
+            # lazily: the cap usually fills k from the first few places
+            (paths[x] for x in slots.tolist()),
             aux.stages.prose[slots].tolist(),
             per_file,
             k,
@@ -375,21 +390,18 @@ def _ranked(
     o = np.argsort(-vals, kind="stable")
     order = keep[o]
     v = vals[o]
-    ties = np.flatnonzero(v[1:] == v[:-1])
-    if not len(ties):
+    eq = v[1:] == v[:-1]
+    if not eq.any():
         return order
+    # the runs of equal scores: [a, b) for each maximal run of eq[a..b-2]
+    edge = np.diff(np.concatenate(([False], eq, [False])).view(np.int8))
+    starts = np.flatnonzero(edge == 1).tolist()
+    ends = (np.flatnonzero(edge == -1) + 1).tolist()
     out = order.tolist()
     slots = idx[order].tolist()
-    tied = set(ties.tolist())
-    n, a = len(out), 0
-    while a < n:
-        b = a + 1
-        while b < n and (b - 1) in tied:
-            b += 1
-        if b - a > 1:
-            seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
-            out[a:b] = [int(order[x]) for x in seg]
-        a = b
+    for a, b in zip(starts, ends, strict=True):
+        seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
+        out[a:b] = [out[x] for x in seg]
     return np.array(out, np.int64)
 
 
@@ -404,10 +416,20 @@ _SNIPPET_SKIP = (
 )
 
 
-def _snippet_body(lines: list[str]) -> str:
-    return " ".join(
-        ln for ln in map(str.strip, lines) if ln and not ln.startswith(_SNIPPET_SKIP)
-    )
+def _snippet_body(lines: Iterable[str], limit: int) -> str:
+    """The stripped body lines joined by spaces, stopping once the join is
+    longer than *limit* (then only its first ``limit - 1`` characters are
+    ever shown, and those are already there)."""
+    out: list[str] = []
+    n = -1  # the length of " ".join(out)
+    for line in lines:
+        ln = line.strip()
+        if ln and not ln.startswith(_SNIPPET_SKIP):
+            out.append(ln)
+            n += len(ln) + 1
+            if n > limit:
+                break
+    return " ".join(out)
 
 
 def snippet_of(text: str, limit: int = 240) -> str:
@@ -416,12 +438,13 @@ def snippet_of(text: str, limit: int = 240) -> str:
     Reads only a prefix of a long chunk when its complete lines already give
     more than *limit* characters (the lines of a prefix, all but its last,
     are the text's first lines), so a 2,000-line module is not split whole
-    for 240 characters; the result is the same as from the whole text.
+    for 240 characters, and strips lines only until it has more than
+    *limit*; the result is the same as from the whole text.
     """
     if len(text) > 16 * limit:
         head = text[: 16 * limit].splitlines()[:-1]
-        out = _snippet_body(head)
+        out = _snippet_body(head, limit)
         if len(out) > limit:
             return out[: limit - 1].rstrip() + "…"
-    out = _snippet_body(text.splitlines())
+    out = _snippet_body(text.splitlines(), limit)
     return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"

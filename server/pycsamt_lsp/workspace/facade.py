@@ -1103,7 +1103,12 @@ class Workspace:
             raise QueryError(
                 f"unknown workflow {workflow!r}; known: {', '.join(self.profile.workflow_names)}"
             )
-        from pycsamt_lsp.search.retrieval import load_feedback, search, snippet_of
+        from pycsamt_lsp.search.retrieval import (
+            SHOWN_MAX,
+            load_feedback,
+            search,
+            snippet_of,
+        )
 
         pub = self.require_published()
         snap, aux = pub.snapshot, pub.aux
@@ -1121,8 +1126,16 @@ class Workspace:
         )
         t = snap.table
         results = []
+        # label, snippet and URI are the same every time a slot or a path is
+        # shown from this snapshot: kept on its ranking arrays (Path.resolve
+        # and reading + decoding the chunk were most of a query's time)
+        shown, uris = aux.shown, aux.uris
         for rank, h in enumerate(hits, 1):
             s = h.slot
+            rel = t.paths[s]
+            uri = uris.get(rel)
+            if uri is None:
+                uri = uris[rel] = self.uri_of(rel)
             item = {
                 "rank": rank,
                 "id": t.ids[s],
@@ -1133,12 +1146,17 @@ class Workspace:
                 "line_start": int(t.line_start[s]) or None,
                 "line_end": int(t.line_end[s]) or None,
                 "score": round(h.score, 4),
-                "uri": self.uri_of(t.paths[s]),
+                "uri": uri,
             }
             if snippets:
-                chunk = t.get(s)
-                item["label"] = chunk.label
-                item["snippet"] = snippet_of(chunk.text)
+                got = shown.get(s)
+                if got is None:
+                    chunk = t.get(s)
+                    got = (chunk.label, snippet_of(chunk.text))
+                    if len(shown) >= SHOWN_MAX:
+                        shown.clear()
+                    shown[s] = got
+                item["label"], item["snippet"] = got
             else:
                 item["label"] = t.symbols[s] or t.paths[s]
             results.append(item)
