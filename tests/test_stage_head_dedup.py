@@ -19,8 +19,10 @@ import pytest
 from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.corpus.profile import load_profile, profile_from_dict
 from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.dedup import BodyCache, copies, header_text
-from pycsamt_lsp.search.head import first_sentence, head_text
+from pycsamt_lsp.search.fields import CODE_KINDS as CODE
+from pycsamt_lsp.search.head import HeadCache, _raw_head, first_sentence, head_text
 from pycsamt_lsp.search.retrieval import RankAux, search
 from pycsamt_lsp.search.stages import OFF_BY_DEFAULT, STAGES
 from pycsamt_lsp.workspace.facade import Workspace
@@ -303,6 +305,19 @@ def test_a_save_keeps_the_caches_and_ranks_as_a_rebuild():
     assert slot in upd.stages.bodies.rows
 
 
+#: docstrings the stored line escapes: quotes, backslashes, non-ASCII, a
+#: literal "Code:" line inside the docstring, a first paragraph on 2 lines
+ESCAPES = (
+    "def ohm(v):\n"
+    '    r"""Resistivity in \u03a9\u00b7m from "raw" \\n counts.\n'
+    "\n"
+    "    Code:\n"
+    '    more."""\n'
+    "    return v\n\n\n"
+    "def tab(v):\n"
+    '    """Tab\\tseparated values of a\n    station table. Then more."""\n'
+    "    return v\n"
+)
 FILES = {
     "geo/__init__.py": "",
     "geo/units.py": (
@@ -310,6 +325,7 @@ FILES = {
         '    """Scale a value by a factor."""\n'
         "    return x * factor\n"
     ),
+    "geo/esc.py": ESCAPES,
     "geo/grid.py": (
         "def cells(g):\n"
         '    """Cells of the grid."""\n'
@@ -369,6 +385,34 @@ def test_a_saved_files_new_function_gets_its_head(ws):
 
     assert top(on)[0] == "geo.units.to_ohm"
     assert top(off).index("geo.grid.cells") < top(off).index("geo.units.to_ohm")
+
+
+def test_a_stored_chunks_head_is_read_from_a_prefix_of_its_line(ws):
+    """The fast path (a prefix of the stored JSON line, not parsed) gives the
+    head the parsed chunk gives, escapes included."""
+    loaded = Workspace(ws.root, ws.profile, index_dir=ws.root / ".idx", workers=1)
+    loaded.open()
+    snap = loaded.require_published().snapshot
+    t = snap.table
+    assert t.source is not None and not t.in_memory  # loaded from chunks.jsonl
+    code_slots = [i for i, k in enumerate(t.kinds) if k in CODE]
+    heads = {}
+    for slot in code_slots:
+        fast = _raw_head(snap, slot)
+        c = t.get(slot)
+        assert fast is not None, t.ids[slot]
+        assert fast == head_text(c.kind, c.metadata, c.text), t.ids[slot]
+        heads[t.symbols[slot]] = fast
+    assert heads["geo.esc.ohm"] == 'Resistivity in \u03a9\u00b7m from "raw" \\n counts.'
+    # a real tab in the docstring: whitespace joined, like the line breaks
+    assert heads["geo.esc.tab"] == "Tab separated values of a station table."
+    # and the cache reads it so: the same terms as the parsed chunk's head
+    cache = HeadCache()
+    for slot in code_slots:
+        c = t.get(slot)
+        assert cache.head(snap, slot) == frozenset(
+            tokenize(head_text(c.kind, c.metadata, c.text))
+        )
 
 
 # -- the real corpus, tuning split ---------------------------------------------
