@@ -309,7 +309,7 @@ def discover_root(
     project folder, not ``src/``.
     """
     from pycsamt_lsp.corpus.installed import find_installed
-    from pycsamt_lsp.model.package import package_dir
+    from pycsamt_lsp.corpus.layout import package_dir
 
     pkg = profile.package
     if explicit:

@@ -31,7 +31,7 @@ def locate_package(package: str, root: str | Path | None) -> tuple[Path, str]:
     installed copy, read from site-packages."""
     from pycsamt_lsp.corpus.discovery import _project_root
     from pycsamt_lsp.corpus.installed import find_installed
-    from pycsamt_lsp.model.package import package_dir
+    from pycsamt_lsp.corpus.layout import package_dir
 
     if root is not None:
         base = Path(root).expanduser()

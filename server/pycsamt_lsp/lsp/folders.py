@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import to_fs_path
 
+from pycsamt_lsp.corpus.layout import package_dir
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.errors import ProfileError
-from pycsamt_lsp.model.package import package_dir
 from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:

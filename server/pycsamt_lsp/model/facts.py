@@ -15,9 +15,12 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from pycsamt_lsp.corpus.layout import LAYOUT_PREFIXES as LAYOUT_PREFIXES
+from pycsamt_lsp.corpus.layout import STUBS_SUFFIX as STUBS_SUFFIX
+from pycsamt_lsp.corpus.layout import package_dir as package_dir
+from pycsamt_lsp.corpus.layout import package_dirs as package_dirs
 from pycsamt_lsp.pyast.signatures import params_of
 from pycsamt_lsp.text.identifiers import split_identifier
 
@@ -30,10 +33,6 @@ EXISTS, ABSENT, UNKNOWN = "exists", "absent", "unknown"
 
 
 _SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
-
-
-#: Folders under a corpus root that may hold the package: flat, then ``src/``.
-LAYOUT_PREFIXES = ("", "src/")
 
 
 _COMPILED_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\.[^/]*)?\.(so|pyd)$")
@@ -75,32 +74,6 @@ _NEUTRAL_CLASS_DECORATORS = _DATACLASS_DECORATORS | {
 
 
 _NEUTRAL_METACLASSES = frozenset({"abc.ABCMeta", "ABCMeta"})
-
-
-#: PEP 561 stub-only distribution folder: ``foo-stubs/`` describes ``foo``.
-STUBS_SUFFIX = "-stubs"
-
-
-def package_dirs(root: Path, package: str) -> list[Path]:
-    """The folders that model ``package`` under ``root``: the package itself
-    (``root/package``, else ``root/src/package``) and its PEP 561 stub-only
-    package (``package-stubs``, beside it or instead of it)."""
-    out: list[Path] = []
-    for name in (package, package + STUBS_SUFFIX):
-        for pre in LAYOUT_PREFIXES:
-            cand = Path(root) / pre / name
-            if cand.is_dir():
-                out.append(cand)
-                break
-    return out
-
-
-def package_dir(root: Path, package: str) -> Path | None:
-    """Where ``package`` sits under ``root``: ``root/package`` (flat layout)
-    or ``root/src/package`` (src layout), else its ``package-stubs`` folder;
-    None when there is none."""
-    dirs = package_dirs(root, package)
-    return dirs[0] if dirs else None
 
 
 def in_stubs_package(rel: str, package: str) -> bool:

@@ -670,7 +670,9 @@ class Workspace:
             self._state.dirty = False
             if progress:
                 progress(50, "checking the corpus fingerprint")
-            update = self.refresh(None)
+            update = self._unchanged(snap)
+            if update is None:  # something differs: re-hash and apply it
+                update = self.refresh(None)
             if update["changed"] or update["removed"] or update["added"]:
                 action = "load+update"
                 if persist:
@@ -686,6 +688,50 @@ class Workspace:
                 "update": update,
                 "seconds": round(time.perf_counter() - t0, 3),
             }
+
+    def _unchanged(self, snap: Snapshot) -> dict[str, Any] | None:
+        """The refresh report of an unchanged corpus when the files on disk
+        are exactly those *snap* indexed, else None (then :meth:`refresh`
+        finds and applies what differs).
+
+        Still a content check (DESIGN 3): every listed file is read and
+        hashed (SHA-256) and compared with the digest the snapshot holds, and
+        the skip reasons must be the same. It differs from ``refresh(None)``
+        in reading each file once through the listing, which has already
+        screened it (name, links, regular file), instead of screening it
+        again and re-checking every path the index ever saw (warm start,
+        issue 18). Anything it cannot settle (an unreadable file) goes to
+        the full refresh.
+        """
+        t0 = time.perf_counter()
+        refused: dict[str, str] = {}
+        limit = self.profile.max_file_bytes
+        old = snap.files
+        skipped = {rel: why for rel, why in snap.skipped.items() if rel in old}
+        seen = 0
+        for rel, path in iter_corpus_files(self.root, self.profile, refused):
+            try:
+                got = hash_file(path, limit)
+            except OSError:
+                return None
+            if got is None:
+                skipped[rel] = f"larger than {limit} bytes"
+                continue
+            entry = old.get(rel)
+            if entry is None or entry[0] != got[1].hex():
+                return None
+            seen += 1
+        skipped.update(refused)
+        if seen != len(old) or skipped != dict(snap.skipped):
+            return None
+        self._refresh_model_only(None)  # a held model: its other module files
+        return {
+            "changed": [],
+            "added": [],
+            "removed": [],
+            "seconds": round(time.perf_counter() - t0, 4),
+            "fingerprint": snap.fingerprint,
+        }
 
     # -- incremental updates -------------------------------------------------
 
