@@ -82,6 +82,12 @@ FILES = {
         "    assert correct(1) == 1\n"
     ),
     "geo/tests/conftest.py": "import pytest\n",
+    # a method named setattr is no injection: still deferred
+    "geo/tests/test_patch.py": (
+        "def test_patch(monkeypatch):\n"
+        "    monkeypatch.setattr('geo.core.shift.correct', len)\n"
+        "    # see sys.path and the loaded submodules\n"
+    ),
 }
 
 GOOD_AND_BAD = [
@@ -170,6 +176,7 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
         "geo/tests/__init__.py",
         "geo/tests/test_shift.py",
         "geo/tests/conftest.py",
+        "geo/tests/test_patch.py",
     }
     for rel in recorded:  # the record carries the hash of the bytes listed
         assert doc["model"]["files"][rel]["deferred"] == doc["shas"][rel]
@@ -192,6 +199,7 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
     assert sorted(r for r, i in lazy.items() if not i.materialised) == [
         "geo/tests/__init__.py",
         "geo/tests/conftest.py",
+        "geo/tests/test_patch.py",
         "geo/tests/test_shift.py",
     ]
 
@@ -352,3 +360,31 @@ def test_sdist_answers_equal_the_eager_model(sdist_models, real_corpus) -> None:
     # every problem the validation found in pyCSAMT itself is still found
     broken = {s for _, s in tvc.KNOWN_BROKEN_IMPORTS}
     assert all(not got[s]["ok"] for s in broken if s in got)
+
+
+@pytest.mark.parametrize(
+    ("text", "deferred"),
+    [
+        (b"setattr(mod, 'x', 1)\n", False),
+        (b"f = setattr\n", False),
+        (b"obj. setattr(a, 'b', 1)\n", False),  # a false match: parsed, still right
+        (b"monkeypatch.setattr(a, 'b', 1)\n", True),
+        (b"import sys\nsys.modules['a.b'] = m\n", False),
+        (b"import sys\n(sys .  # note\n  modules)['a'] = m\n", False),
+        (b"import sys\nsys.\\\n    modules['a'] = m\n", False),
+        (b"import sys\nsys.meta_path.append(f)\n", False),
+        (b"# the submodules of this package\nimport modules\n", True),
+        (b"x = 1\n", True),
+    ],
+)
+def test_only_files_without_scanned_facts_are_deferred(text: bytes, deferred: bool):
+    """A deferred file's injects and sys.modules registrations are taken as
+    empty: whatever could make them not empty is parsed by the build."""
+    from pycsamt_lsp.model.deferred import deferrable
+    from pycsamt_lsp.model.extract import ModuleInfo
+
+    assert deferrable("geo/app/x.py", "source", text) is deferred
+    if deferred:
+        info = ModuleInfo.from_source(text, name="geo.app.x", rel="geo/app/x.py")
+        assert info.injects == [] and info.registered_modules == []
+    assert not deferrable("geo/app/x.pyi", "stub", b"x = 1\n")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from dataclasses import fields
 from pathlib import Path
@@ -45,10 +46,13 @@ __all__ = ["DeferredModuleInfo", "deferrable"]
 log = logging.getLogger(__name__)
 
 #: What the package-wide scans read of every module: ``setattr(obj, "n", v)``
-#: injections (``dynamic._scan_injects``) and ``sys.modules[...]`` /
-#: ``sys.meta_path`` registrations (``extract``). A file mentioning none of
-#: these words has neither, so both fields are empty without a parse.
-_SCANNED_WORDS = (b"setattr", b"modules", b"meta_path")
+#: injections (``dynamic._scan_injects``: a call of the *name* ``setattr``,
+#: so not ``monkeypatch.setattr``) and ``sys.modules[...]`` /
+#: ``sys.meta_path`` registrations (``extract``: an attribute ``modules``,
+#: so a dot before it, maybe across a continued line or a comment in
+#: brackets). A file matching none of these has neither, so both fields
+#: are empty without a parse; a false match only means a parse.
+_SCANNED = re.compile(rb"(?<![.\w])setattr\b|\.(?:[\s\\]|#[^\n]*)*modules\b|meta_path")
 
 #: Fields read without materialising: from the path, or known empty.
 _PATH_FIELDS = ("name", "rel", "is_package", "kind")
@@ -66,8 +70,8 @@ _LOCK = threading.Lock()
 
 def deferrable(rel: str, kind: str, data: bytes) -> bool:
     """True when the module file *rel* (of model *kind*) may be deferred:
-    plain Python source whose text has none of :data:`_SCANNED_WORDS`."""
-    return kind == "source" and not any(w in data for w in _SCANNED_WORDS)
+    plain Python source whose text has nothing :data:`_SCANNED` matches."""
+    return kind == "source" and _SCANNED.search(data) is None
 
 
 class DeferredModuleInfo(ModuleInfo):
