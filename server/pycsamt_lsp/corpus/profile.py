@@ -144,11 +144,13 @@ class Profile:
                         out.append(t)
         return out
 
-    def query_workflow(self, query: str) -> str | None:
-        """The workflow a query is about: from its words, else its expansion."""
+    def query_workflow(self, query: str, terms: list[str] | None = None) -> str | None:
+        """The workflow a query is about: from its words, else its expansion
+        (*terms*: ``expand(query)`` when the caller has it already)."""
         wf = self.infer_workflow(query)
         if wf is None:
-            terms = self.expand(query)
+            if terms is None:
+                terms = self.expand(query)
             if terms:
                 wf = self.infer_workflow(" ".join(terms))
         return wf

@@ -307,15 +307,25 @@ class BM25Index:
         first then delta, each in query-term order: the summation order of
         the per-query computation it replaced, so the same bits.
         """
-        tids = self.term_ids(tokens)
-        if len(tids) == 0:
-            return np.zeros(self.n_slots, np.float64)
+        # term_ids, with the cache standing in for the df > 0 test of the
+        # terms it holds (a numpy scalar read per token costs more)
         cache = self._weights
-        terms = tids.tolist()
-        rows = [cache.get(t) for t in terms]
+        vocab = self.vocab
+        got: dict[int, tuple[np.ndarray, ...] | None] = {}
+        for t in tokens:
+            tid = vocab.get(t)
+            if tid is not None and tid not in got:
+                got[tid] = cache.get(tid)
+        if None in got.values():
+            df = self.df
+            got = {t: r for t, r in got.items() if r is not None or df[t] > 0}
+        if not got:
+            return np.zeros(self.n_slots, np.float64)
+        terms = list(got)
+        rows = list(got.values())
         if None in rows:
             missing = [i for i, r in enumerate(rows) if r is None]
-            idf = self.idf(tids[missing]).tolist()
+            idf = self.idf(np.array([terms[i] for i in missing], np.int64)).tolist()
             for i, w in zip(missing, idf, strict=True):
                 rows[i] = row = self._term_weights(terms[i], np.float64(w))
                 size = len(row[0]) + len(row[2])

@@ -143,6 +143,7 @@ _QUERY_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: an identifier typed as code: an underscore or digit anywhere, or a capital
 #: after its first character (the words are ASCII, see _QUERY_IDENT)
 _TYPED = re.compile(r"[_0-9]|.[A-Z]")
+_CODE_CHAR = re.compile(r"[_0-9A-Z]")
 
 
 def symbol_specific(
@@ -161,7 +162,11 @@ def symbol_specific(
     has it); a leaf is specific when the query has it as a whole identifier
     that is plainly code (underscore, digit or inner capital).
     """
-    specific = {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
+    specific = (
+        {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
+        if _CODE_CHAR.search(query)
+        else ()  # no underscore, digit or capital: no word is typed as code
+    )
     undo = boosted[idx] if boosted_c is None else boosted_c
     kept = [slots for leaf, slots in matches if leaf in specific]
     if kept:
@@ -573,7 +578,7 @@ def _keep_one(
     out = s
     kth = _kth(s, KEEP_DEPTH)
     for mine in masks:
-        if mine is None or not mine.any() or (mine & (out >= kth)).any():
+        if mine is None or not mine.any() or out[mine].max() >= kth:
             continue
         j = _best(np.flatnonzero(mine), out, idx, ids)
         if out is s:
@@ -599,7 +604,9 @@ def _rescore(
     pf = PROSE_FACTOR
     if len(idx) > pool:
         top = np.flatnonzero(s >= _kth(s, pool))  # sorted, ties included
-        out = s * np.where(prose, pf, 1.0) if "code_first" in on else s.copy()
+        out = s.copy()
+        if "code_first" in on:  # s * where(prose, pf, 1.0): the same numbers
+            np.multiply(out, pf, out=out, where=prose)
         out[top] = _stages(
             snap, st, query, tokens, idx[top], base[top], s[top], on, prose[top]
         )
@@ -679,10 +686,11 @@ def _module_pairs(
     mods = np.flatnonzero(st.module_doc[idx])
     if not len(mods):
         return None
-    chosen = np.zeros(len(st.mod_of) + 1, bool)  # the last: "no module" (-1)
-    chosen[idx[_top(mods, s, INHERIT_MODULES)]] = True
-    parent = st.mod_of[idx]
-    pos = np.flatnonzero(chosen[parent])
+    chosen = idx[_top(mods, s, INHERIT_MODULES)]  # sorted, like idx
+    parent = st.mod_of[idx]  # -1: no module, never chosen
+    at = chosen.searchsorted(parent)
+    np.minimum(at, len(chosen) - 1, out=at)
+    pos = np.flatnonzero(chosen[at] == parent)
     if not len(pos):
         return None
     return np.searchsorted(idx, parent[pos]), pos
@@ -768,7 +776,8 @@ def _code_first(
     mods: tuple[np.ndarray, np.ndarray] | None,
     ids: Sequence[str],
 ) -> np.ndarray:
-    out = s * np.where(prose, PROSE_FACTOR, 1.0)
+    out = s.copy()  # s * where(prose, PROSE_FACTOR, 1.0): the same numbers
+    np.multiply(out, PROSE_FACTOR, out=out, where=prose)
     if is_howto(query) and prose.any():
         lead = _best(np.flatnonzero(prose), s, idx, ids)
         out[lead] = s[lead]
@@ -777,7 +786,9 @@ def _code_first(
         best = np.zeros(len(idx))
         np.maximum.at(best, own, out[pos])
         # a module docstring scored above its best own symbol goes below it
-        out = np.minimum(out, np.where(best > 0, best * MODULE_FACTOR, np.inf))
+        # (only positions with a symbol have a cap: min(x, inf) is x)
+        capped = np.flatnonzero(best > 0)
+        out[capped] = np.minimum(out[capped], best[capped] * MODULE_FACTOR)
     return out
 
 
