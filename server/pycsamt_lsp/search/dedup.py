@@ -6,13 +6,14 @@ copied into a second module, a doc section that restates a docstring. Each
 copy matches a query exactly as well as the others, so together they take
 places of the first page that different answers could have had.
 
-What counts as near-identical: the **body terms** of two chunks (their BM25
-row: term ids and frequencies, with the counts of the header lines that name the chunk, ``Symbol: <its
-symbol>`` / ``Module:`` / ``Document:`` and ``File: <its path>``, taken off:
-they differ between copies by construction) have a weighted Jaccard similarity
-``sum(min(tf)) / sum(max(tf))`` of at least :data:`DEDUP_SIMILARITY`. Term
-ids are compared only for equality, so the similarity is the same in an
-index built at once and in one updated save by save. No chunk text is read.
+What counts as near-identical: the **body terms** of two chunks have a
+weighted Jaccard similarity ``sum(min(tf)) / sum(max(tf))`` of at least
+:data:`DEDUP_SIMILARITY`. The body terms are the chunk's BM25 row (term ids
+and frequencies) with the counts of the header lines that name the chunk
+(``Symbol: <symbol>`` / ``Module:`` / ``Document:`` and ``File: <path>``)
+taken off: those differ between copies by construction. Term ids are only
+compared for equality, so the similarity is the same in an index built at
+once and in one updated save by save. No chunk text is read.
 
 What the stage does: among the :data:`DEDUP_DEPTH` best candidates, taken
 best first (ties by chunk id), a chunk near-identical to one already kept is
@@ -57,7 +58,7 @@ Body = tuple[np.ndarray, np.ndarray, float]
 
 @dataclass(eq=False)
 class BodyCache:
-    """Slot -> its body terms ``(sorted term ids, tfs)``, made on first use.
+    """Slot -> its :data:`Body`, made on first use.
 
     A slot's row never changes (an update appends new slots), so entries of
     live slots carry over to the next snapshot (:meth:`carried`).
