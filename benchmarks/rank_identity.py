@@ -22,18 +22,25 @@ snapshot (both with the working tree's code).
 Nothing is written into the corpus: it is copied to a temporary folder.
 Exit status 1 when any ranking differs. ``--latency REPS`` also times the two
 query paths in the same process, alternating which runs first (medians; the
-rankings are the ids compared above, so the A/B times equal work).
+rankings are the ids compared above, so the A/B times equal work), and
+``--latency-disable A,B`` adds a row with those components off on both sides
+(a stage one side runs by default and the other does not). ``--new REV``
+takes the new side from a git revision too (``:`` for the staged files), so
+a commit can be checked against its parent while other people's uncommitted
+work sits in the tree.
 
 Usage::
 
     .venv/bin/python benchmarks/rank_identity.py --root CORPUS [--against REV]
-        [--update N] [--index-dir DIR] [--latency REPS]
+        [--new REV] [--update N] [--index-dir DIR] [--latency REPS]
+        [--latency-disable A,B]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import importlib
 import shutil
 import subprocess
@@ -53,25 +60,41 @@ from pycsamt_lsp.workspace.published import Published
 
 PROJECT = Path(__file__).resolve().parent.parent
 #: the modules whose old version is loaded side by side with the new one
-_MODULES = ("fields", "stages", "retrieval")
+#: (those a revision does not have yet are skipped)
+_MODULES = ("fields", "head", "dedup", "stages", "retrieval")
+
+
+def _tag(rev: str) -> str:
+    """A module-name-safe tag of *rev*, stable across runs (``hash`` of a
+    str is salted per process)."""
+    return hashlib.sha1(rev.encode("utf-8")).hexdigest()[:10]
+
+
+def _spec(rev: str, path: str) -> str:
+    """``git show``'s name of *path* at *rev* (``:`` alone: the staged file)."""
+    return f":{path}" if rev == ":" else f"{rev}:{path}"
 
 
 def old_search(rev: str, into: Path) -> ModuleType:
-    """``retrieval`` as of *rev*, with its ``fields``/``stages`` of *rev* too,
-    loaded under a private package name next to the working tree's modules.
+    """``retrieval`` as of *rev*, with its ``fields``/``head``/``dedup``/
+    ``stages`` of *rev* too, loaded under a private package name next to the
+    working tree's modules.
     """
-    pkg = f"_rank_identity_{abs(hash(rev)) % 10**8}"
+    pkg = f"_rank_identity_{_tag(rev)}"
     d = into / pkg
     d.mkdir(parents=True, exist_ok=True)
     (d / "__init__.py").write_text("", encoding="utf-8")
     for name in _MODULES:
-        src = subprocess.run(
-            ["git", "show", f"{rev}:server/pycsamt_lsp/search/{name}.py"],
+        got = subprocess.run(
+            ["git", "show", _spec(rev, f"server/pycsamt_lsp/search/{name}.py")],
             cwd=PROJECT,
             capture_output=True,
             text=True,
-            check=True,
-        ).stdout
+            check=name in ("stages", "retrieval"),
+        )
+        if got.returncode:
+            continue
+        src = got.stdout
         for other in _MODULES:
             src = src.replace(f"pycsamt_lsp.search.{other}", f"{pkg}.{other}")
         (d / f"{name}.py").write_text(src, encoding="utf-8")
@@ -82,9 +105,9 @@ def old_search(rev: str, into: Path) -> ModuleType:
 def old_bm25(rev: str, into: Path, snap: Snapshot) -> Snapshot:
     """*snap* with its BM25 index scored by ``index/bm25.py`` as of *rev*
     (the same arrays in the old class), so the old side is old end to end."""
-    name = f"_rank_identity_bm25_{abs(hash(rev)) % 10**8}"
+    name = f"_rank_identity_bm25_{_tag(rev)}"
     src = subprocess.run(
-        ["git", "show", f"{rev}:server/pycsamt_lsp/index/bm25.py"],
+        ["git", "show", _spec(rev, "server/pycsamt_lsp/index/bm25.py")],
         cwd=PROJECT,
         capture_output=True,
         text=True,
@@ -155,32 +178,45 @@ def compare(
     worst = 0.0
     examples: list[str] = []
     for cname, kw in cfgs:
+        bad_here = 0
         for suite, q in qs:
             ra, rb = a(q, kw), b(q, kw)
             n += 1
             if [x for x, _ in ra] != [x for x, _ in rb]:
                 bad += 1
+                bad_here += 1
                 if len(examples) < 10:
                     examples.append(f"[{cname}] {suite}: {q!r}")
                 continue
             for (_, sa), (_, sb) in zip(ra, rb, strict=True):
                 worst = max(worst, abs(sa - sb) / max(abs(sa), 1e-12))
+        if bad_here:
+            examples.append(f"configuration {cname}: {bad_here} of {len(qs)} differ")
     return n, bad, worst, examples
 
 
 def latency(
-    a: Ranker, b: Ranker, qs: list[tuple[str, str]], reps: int, stages: tuple
+    a: Ranker,
+    b: Ranker,
+    qs: list[tuple[str, str]],
+    reps: int,
+    stages: tuple,
+    off: tuple[str, ...] = (),
 ) -> list[str]:
     """Same-process A/B of the query path (old *a*, new *b*), alternating
-    which goes first per query; p50/p95 of ``search`` alone, ms."""
+    which goes first per query; p50/p95 of ``search`` alone, ms. *off*: a
+    row of the full engine with those components off too."""
     import statistics
     import time
 
+    rows: list[tuple[str, dict[str, Any]]] = [("full engine", {"k": 10, "per_file": 2})]
+    if off:
+        rows.append(
+            (f"full -{',-'.join(off)}", {"k": 10, "per_file": 2, "disable": off})
+        )
+    rows.append(("seed alone", {"k": 10, "per_file": 2, "disable": stages}))
     lines = []
-    for name, kw in (
-        ("full engine", {"k": 10, "per_file": 2}),
-        ("seed alone", {"k": 10, "per_file": 2, "disable": stages}),
-    ):
+    for name, kw in rows:
         for _, q in qs[:50]:
             a(q, kw), b(q, kw)
         ta: list[float] = []
@@ -205,6 +241,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, required=True, help="corpus root (copied)")
     ap.add_argument("--against", default="HEAD", help="git revision of the old code")
+    ap.add_argument(
+        "--new",
+        help="git revision of the new code (':' = the staged files); "
+        "default: the working tree",
+    )
+    ap.add_argument(
+        "--latency-disable",
+        default="",
+        metavar="A,B",
+        help="with --latency: also time the full engine with these off",
+    )
     ap.add_argument("--update", type=int, default=3, help="files re-saved (0: none)")
     ap.add_argument(
         "--index-dir", type=Path, help="reuse (or create) a persisted index here"
@@ -236,10 +283,16 @@ def main(argv: list[str] | None = None) -> int:
         assert snap is not None
         snap_old = old_bm25(args.against, tmp / "old", snap)
         a = ranker(old, ws, old.RankAux.of(snap_old), snap_old)
-        b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
+        if args.new:
+            new = old_search(args.new, tmp / "new")
+            snap_new = old_bm25(args.new, tmp / "new", snap)
+            b = ranker(new, ws, new.RankAux.of(snap_new), snap_new)
+        else:
+            b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
         n, bad, worst, ex = compare(a, b, qs, cfgs)
+        side = args.new or "working tree"
         print(
-            f"{args.against} vs working tree, {len(qs)} queries x {len(cfgs)} "
+            f"{args.against} vs {side}, {len(qs)} queries x {len(cfgs)} "
             f"configurations: {n} rankings, {bad} differ; "
             f"max relative score difference {worst:.2e}"
         )
@@ -247,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  differs:", e)
         status |= bad > 0
         if args.latency:
-            for line in latency(a, b, qs, args.latency, new_retrieval.STAGES):
+            off = tuple(x for x in args.latency_disable.split(",") if x)
+            for line in latency(a, b, qs, args.latency, new_retrieval.STAGES, off):
                 print(line)
         if args.update:
             rels = sorted(r for r in snap.files if r.endswith(".py"))
