@@ -70,8 +70,14 @@ _LOCK = threading.Lock()
 
 def deferrable(rel: str, kind: str, data: bytes) -> bool:
     """True when the module file *rel* (of model *kind*) may be deferred:
-    plain Python source whose text has nothing :data:`_SCANNED` matches."""
-    return kind == "source" and _SCANNED.search(data) is None
+    plain Python source whose text has nothing :data:`_SCANNED` matches
+    (the plain substring tests first: most files have none of the words,
+    and the pattern's scan of every dot was most of this test's time)."""
+    if kind != "source":
+        return False
+    if b"setattr" not in data and b"modules" not in data and b"meta_path" not in data:
+        return True
+    return _SCANNED.search(data) is None
 
 
 class DeferredModuleInfo(ModuleInfo):
