@@ -17,6 +17,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -245,9 +246,9 @@ def _heads(
     return heads
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One ranked chunk: its slot and final score."""
+class Hit(NamedTuple):
+    """One ranked chunk: its slot and final score (a tuple: made 10 times a
+    query, a frozen dataclass's ``__init__`` cost more)."""
 
     slot: int
     score: float

@@ -727,8 +727,8 @@ def _spread(
     slots = np.concatenate(groups)
     own = np.array(owners, np.int64).repeat([len(g) for g in groups])
     pos = idx.searchsorted(slots)
-    ok = pos < len(idx)
-    ok[ok] = idx[pos[ok]] == slots[ok]
+    np.minimum(pos, len(idx) - 1, out=pos)  # past the end: not a candidate
+    ok = idx[pos] == slots
     return own[ok], pos[ok]
 
 
