@@ -77,6 +77,38 @@ def _malloc_trim():
     return trim
 
 
+#: glibc ``mallopt`` parameters (malloc.h)
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+
+
+def tune_malloc(mmap_threshold: int = 1 << 20, arena_max: int = 2) -> bool:
+    """Make glibc give a long-lived process's big transient blocks back.
+
+    glibc serves blocks over its mmap threshold (128 KB at first) with their
+    own mappings, freed to the system on ``free``, but raises the threshold
+    to the size of every such block freed (up to 32 MB). After a build, a
+    persist or a save has freed its multi-megabyte arrays, later ones come
+    from the heap and leave it fragmented: most of the server's growth after
+    a few saves and a persist (issue 18). A fixed threshold (setting it stops
+    the raising) keeps them in mappings; two arenas instead of eight per core
+    keep the worker threads from each fragmenting its own. Before any thread
+    or big allocation (the server calls it first). False off glibc.
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    ok = bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold))
+    return bool(mallopt(_M_ARENA_MAX, arena_max)) and ok
+
+
 def compact() -> None:
     """One full collection, freed heap back to the OS, then freeze again."""
     gc.unfreeze()

@@ -277,6 +277,9 @@ def serve(
 ) -> int:
     """Run the server on stdio (or TCP for debugging); returns the exit code
     (1 when the client sent ``exit`` without ``shutdown``, as LSP says)."""
+    from pycsamt_lsp.index import heap
+
+    heap.tune_malloc()  # before any thread or index: heap growth (issue 18)
     _stderr_logging()
     overrides: dict[str, Any] = {}
     if root:
