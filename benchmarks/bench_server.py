@@ -163,6 +163,7 @@ class Client:
         """Server RSS and peak RSS (MB) once a diagnostics pass has run (the
         package model is loaded) and the background work has settled."""
         uri = (folder / "rss_probe.py").as_uri()
+        t0 = time.perf_counter()
         self.lc.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 text_document=types.TextDocumentItem(
@@ -174,6 +175,9 @@ class Client:
             )
         )
         await self.diags.get()
+        #: didOpen -> its first diagnostics: the package model loads after
+        #: the first answer (or on this first need), so this includes it
+        self.open_to_diagnostics_s = time.perf_counter() - t0
         await asyncio.sleep(1.0)
         self.settled = self.memory()
         return self.settled["VmRSS"], self.settled["VmHWM"]
@@ -201,6 +205,7 @@ async def server_figures(root: Path, reps: int, work: Path) -> dict:
             phases = await c.start_phases(root, idx)
             await c.settled_rss_mb(Path(tmp))
             phases["mem_settled"] = c.settled
+            phases["open_to_diagnostics_s"] = c.open_to_diagnostics_s
             warm.append(phases)
             await c.stop()
         out.update(_warm_figures(warm))
@@ -316,6 +321,7 @@ def _warm_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "warm_initialized_to_query_s": _med(
             [r["initialized_to_query_s"] for r in runs]
         ),
+        "warm_open_to_diagnostics_s": _med([r["open_to_diagnostics_s"] for r in runs]),
     }
     for phase in ("mem_after_initialize", "mem_after_query", "mem_settled"):
         for key in ("VmRSS", "RssAnon", "RssFile"):
@@ -342,8 +348,6 @@ from pathlib import Path
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.store import load_snapshot
-from pycsamt_lsp.model.state import load_model, module_files
-from pycsamt_lsp.search.retrieval import RankAux
 out = {"interpreter_mb": base}
 def settle():
     heap.compact()
@@ -361,9 +365,15 @@ def step(name, fn):
     out[name + "_mb"], prev = now - prev, now
     return got
 snap, _ = step("snapshot", lambda: load_snapshot(idx, profile_name=prof.name))
-aux = step("rank_arrays", lambda: RankAux.of(snap))
-files = module_files(root, prof.package)
-model = step("model", lambda: load_model(idx, root, prof.package, files)[0])
+def rank_arrays():  # each step imports what it needs, as the server does
+    from pycsamt_lsp.search.retrieval import RankAux
+    return RankAux.of(snap)
+aux = step("rank_arrays", rank_arrays)
+def model():
+    from pycsamt_lsp.model.state import load_model, module_files
+    files = module_files(root, prof.package)
+    return load_model(idx, root, prof.package, files)[0]
+model = step("model", model)
 step("suggest_index", model.prepare)
 out["total_mb"] = prev
 print(json.dumps(out))
@@ -383,7 +393,11 @@ BREAKDOWN_PHASES = (
 def rss_breakdown(root: Path, index_dir: Path, reps: int) -> dict[str, Any]:
     """Medians of :data:`_BREAKDOWN` over *reps* fresh processes."""
     runs = []
+    starts = []
     for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        starts.append(time.perf_counter() - t)
         res = subprocess.run(
             [sys.executable, "-c", _BREAKDOWN, str(root), str(index_dir)],
             capture_output=True,
@@ -392,9 +406,12 @@ def rss_breakdown(root: Path, index_dir: Path, reps: int) -> dict[str, Any]:
         )
         runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     return {
-        f"breakdown_{k}": _med([r[k] for r in runs])
-        for k in runs[0]
-        if isinstance(runs[0][k], (int, float))
+        "interpreter_start_s": _med(starts),
+        **{
+            f"breakdown_{k}": _med([r[k] for r in runs])
+            for k in runs[0]
+            if isinstance(runs[0][k], (int, float))
+        },
     }
 
 
@@ -482,12 +499,27 @@ def main() -> None:
         (
             "  spawn -> initialize answered (s)",
             f["warm_spawn_to_initialize_s"],
-            "interpreter + imports",
+            "interpreter + imports + initialize",
+        ),
+        (
+            "    interpreter start (s)",
+            f["interpreter_start_s"],
+            "`python -c pass`, fresh processes",
+        ),
+        (
+            "    imports of `serve` (s)",
+            f["breakdown_imports_s"],
+            "in a fresh process (pygls, lsprotocol, ours)",
         ),
         (
             "  initialized -> first answer (s)",
             f["warm_initialized_to_query_s"],
             "index load + fingerprint check + query",
+        ),
+        (
+            "  then didOpen -> its diagnostics (s)",
+            f["warm_open_to_diagnostics_s"],
+            "package model load (after the first answer) + analysis",
         ),
         (
             "server RSS / peak after cold start (MB)",
@@ -571,6 +603,12 @@ def main() -> None:
             "didChange -> publish, debounce 0",
         ),
     ]
+    f["bytecode_cache"] = not sys.dont_write_bytecode
+    if sys.dont_write_bytecode:  # inherited by every process spawned here
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set: modules without a cached .pyc "
+            "(an editable checkout's) are compiled at every start"
+        )
     print(f"{'metric':<42}{'value':>16}  note")
     for name, value, note in rows:
         print(f"{name:<42}{_fmt(value):>16}  {note}")

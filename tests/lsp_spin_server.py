@@ -1,7 +1,7 @@
 """A real ``pycsamt-lsp serve`` whose completion spins on a marker (test only).
 
 Why a wrapper and not a production hook: the server must not carry a
-"spin" switch. This script patches the completion feature module so that a
+"spin" switch. This script patches the buffer analysis' completion so that a
 buffer containing ``SPIN_FOR_TEST`` runs a pure-Python busy loop (no sleep:
 it competes for the GIL like slow analysis code would) until the file named
 by ``PYCSAMT_TEST_SPIN_STOP`` exists or ``PYCSAMT_TEST_SPIN_SECONDS`` pass,
@@ -16,11 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-from pycsamt_lsp.lsp import completion as completion_feature
+from pycsamt_lsp.analysis import editor as editor_analysis
 from pycsamt_lsp.lsp.server import PycsamtServer, serve
 
 MARK = "SPIN_FOR_TEST"
-_real_complete = completion_feature.complete
+_real_complete = editor_analysis.complete
 
 
 def _spinning_complete(ws, index, line, col, current=None):
@@ -39,7 +39,8 @@ def _spinning_complete(ws, index, line, col, current=None):
     return _real_complete(ws, index, line, col, current)
 
 
-completion_feature.complete = _spinning_complete
+# the completion handler imports ``complete`` from here when it runs
+editor_analysis.complete = _spinning_complete
 PycsamtServer.editor_budget = float(os.environ.get("PYCSAMT_TEST_BUDGET", "1.0"))
 
 if __name__ == "__main__":

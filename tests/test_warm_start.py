@@ -214,3 +214,32 @@ def test_a_warm_query_process_imports_no_build_module(tmp_path):
     assert code == 0
     assert top == "pycsamt.emtools.ss.estimate_ss_ama"
     assert heavy == []
+
+
+def test_model_loaded_after_open_follows_the_index_and_then_its_refreshes(tmp_path):
+    """The model load compares indexed modules by the snapshot's digests (the
+    open had just hashed them): it models the same files as the index, and a
+    refresh brings both up to date."""
+    root = make_corpus(tmp_path / "corpus")
+    prof = load_profile("pycsamt")
+    idx = tmp_path / "idx"
+    Workspace(root, prof, index_dir=idx).rebuild()
+    # a module the index leaves out (tests) is read by the model load itself
+    (root / "pycsamt/tests").mkdir()
+    (root / "pycsamt/tests/test_x.py").write_text("def test_x():\n    pass\n")
+    ws = Workspace(root, prof, index_dir=idx)
+    assert ws.open()["action"] == "load"
+    model = ws.ensure_model()
+    assert model.resolve("pycsamt.emtools.ss.estimate_ss_ama").exists
+    assert model.resolve("pycsamt.tests.test_x.test_x").exists
+    assert not model.resolve("pycsamt.emtools.ss.added_later").exists
+    ss = root / "pycsamt/emtools/ss.py"
+    ss.write_text(ss.read_text() + "\n\ndef added_later():\n    pass\n")
+    ws.refresh([ss])
+    assert ws.model.resolve("pycsamt.emtools.ss.added_later").exists
+    # the same model as a load that reads every module file
+    fresh = Workspace(root, prof, index_dir=tmp_path / "idx2")
+    fresh.build()
+    for name in ("estimate_ss_ama", "added_later"):
+        dotted = f"pycsamt.emtools.ss.{name}"
+        assert fresh.model.resolve(dotted).exists == ws.model.resolve(dotted).exists

@@ -14,8 +14,10 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import uuid
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -324,6 +326,34 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _sha256_meanwhile(path: Path) -> Callable[[], str]:
+    """Start hashing *path* in a thread; the returned function waits for the
+    hex digest (or raises the :class:`OSError` reading it raised).
+
+    ``hashlib`` and file reads release the GIL, so checking the 20+ MB
+    ``chunks.jsonl`` of a large corpus overlaps the decoding of the other
+    index files instead of following it (warm start, issue 18).
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["sha"] = _sha256_file(path)
+        except OSError as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="pycsamt-index-sha", daemon=True)
+    worker.start()
+
+    def result() -> str:
+        worker.join()
+        if "error" in box:
+            raise box["error"]
+        return box["sha"]
+
+    return result
+
+
 def read_manifest(index_dir: Path) -> dict[str, Any]:
     """The manifest, or :class:`IndexLoadError` saying what is wrong with it."""
     path = index_dir / "manifest.json"
@@ -352,6 +382,8 @@ def load_snapshot(
             f"index was built with profile {manifest.get('profile')!r}, not {profile_name!r}"
         )
     check_manifest(manifest)
+    chunks_path = index_dir / "chunks.jsonl"
+    chunks_sha = _sha256_meanwhile(chunks_path)
     try:
         meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
         arrays = load_npz(index_dir / "index.npz")  # postings mapped, not copied
@@ -369,10 +401,9 @@ def load_snapshot(
         offsets = arrays["offsets"]
         if bm25.n_slots != n or len(offsets) != n + 1 or n != manifest.get("n_chunks"):
             raise IndexLoadError("index files disagree on the number of chunks")
-        chunks_path = index_dir / "chunks.jsonl"
         if chunks_path.stat().st_size != int(offsets[-1]):
             raise IndexLoadError("chunks.jsonl does not match the index (size differs)")
-        if _sha256_file(chunks_path) != manifest.get("chunks_sha256"):
+        if chunks_sha() != manifest.get("chunks_sha256"):
             raise IndexLoadError(
                 "chunks.jsonl is corrupt (checksum differs from the manifest)"
             )

@@ -49,9 +49,12 @@ def _make_command(cmd: Command):
                     raise RuntimeError(server.index_error or "rebuild failed")
                 return result
             ctx = await server.workspace_ready()
-            result = await server.run_blocking(
-                name, cmd.handler, ctx, parsed, lane="command"
-            )
+            try:
+                result = await server.run_blocking(
+                    name, cmd.handler, ctx, parsed, lane="command"
+                )
+            finally:  # the first answer is out: the package model may load
+                server.want_model()
         except Exception as exc:  # every failure is answered
             if is_argument_error(exc):
                 log.info("%s: %s", name, describe_error(exc))

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.analysis.editor import Completion, complete
 from pycsamt_lsp.lsp.documents import Doc
 
 if TYPE_CHECKING:
+    from pycsamt_lsp.analysis.editor import Completion
     from pycsamt_lsp.lsp.server import PycsamtServer
     from pycsamt_lsp.workspace.facade import Workspace
 
@@ -85,6 +85,8 @@ async def on_completion(
     line, col = doc.position(params.position)
 
     def work() -> types.CompletionList | None:
+        from pycsamt_lsp.analysis.editor import complete
+
         index, current = doc.index(ws)
         got = complete(ws, index, line, col, current)
         if got is None:
@@ -115,6 +117,8 @@ async def on_resolve(
         return item
 
     def work() -> types.CompletionItem:
+        from pycsamt_lsp.analysis.editor import Completion
+
         module = data.get("module")
         c = Completion(
             item.label,

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.analysis.editor import card_at
 from pycsamt_lsp.lsp.documents import Doc
 
 if TYPE_CHECKING:
@@ -31,6 +30,8 @@ async def on_definition(
     line, col = doc.position(params.position)
 
     def work() -> list[types.Location] | None:
+        from pycsamt_lsp.analysis.editor import card_at
+
         index, _cur = doc.index(ws)
         got = card_at(ws, index, line, col)
         if got is None:

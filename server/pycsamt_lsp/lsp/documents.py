@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from pycsamt_lsp.analysis.buffer import BufferIndex
-from pycsamt_lsp.analysis.editor import current_package
 from pycsamt_lsp.lsp.positions import Positions, split_lines
 
 if TYPE_CHECKING:
+    from pycsamt_lsp.analysis.buffer import BufferIndex
     from pycsamt_lsp.lsp.server import PycsamtServer
     from pycsamt_lsp.workspace.facade import Workspace
 
@@ -57,7 +56,7 @@ class Doc:
                 ls.max_document_chars,
             )
             self.python, self.text = False, ""
-        self.buffers = ls.buffers
+        self._ls = ls  # its buffer cache is made by the first worker that asks
         # LSP lines end at \n, \r\n or \r only (not at \f like splitlines)
         self.lines = split_lines(self.text)
         self.codec = Positions.of(ls)
@@ -72,10 +71,12 @@ class Doc:
 
     def index(self, ws: Workspace) -> tuple[BufferIndex, str | None]:
         """``(BufferIndex, the buffer's package or None)`` (call in a worker)."""
+        from pycsamt_lsp.analysis.editor import current_package
+
         try:
             path = to_fs_path(self.uri)
         except Exception:  # noqa: BLE001 - an odd URI is just not a corpus file
             path = None
         current = current_package(ws, path)
-        index = self.buffers.get(self.uri, self.text, ws.profile.package, current)
+        index = self._ls.buffers.get(self.uri, self.text, ws.profile.package, current)
         return index, current

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.analysis.editor import card_at
-from pycsamt_lsp.cards.card import warm
 from pycsamt_lsp.lsp.documents import Doc
 
 if TYPE_CHECKING:
@@ -37,6 +35,8 @@ async def on_hover(ls: PycsamtServer, params: types.HoverParams) -> types.Hover 
     line, col = doc.position(params.position)
 
     def work() -> types.Hover | None:
+        from pycsamt_lsp.analysis.editor import card_at
+
         index, _cur = doc.index(ws)
         got = card_at(ws, index, line, col)
         if got is None:
@@ -62,8 +62,13 @@ def _warm(ls: PycsamtServer) -> None:
     ws = ls.ws
     if ws is None:
         return
+    first = ls.model_loaded
+    if first is not None and not first.done():
+        return  # the open's own model load warms them (lsp.indexing)
 
     async def run() -> None:
+        from pycsamt_lsp.cards.card import warm
+
         try:
             await ls.run_blocking("card warm-up", warm, ws, lane="command")
         except Exception:  # a warm-up failure only costs latency

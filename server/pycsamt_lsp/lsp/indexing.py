@@ -35,6 +35,9 @@ log = logging.getLogger("pycsamt_lsp")
 
 # .pyi / .pyx: not indexed, but package-model modules (stubs, Cython)
 _WATCH_GLOBS = ("**/*.py", "**/*.pyi", "**/*.pyx", "**/*.rst", "**/*.md")
+#: seconds after the index opened without a request wanting the package
+#: model before it is loaded anyway (a request that wants it starts it at once)
+MODEL_QUIET_S = 0.5
 
 
 def workspace_folder(ls: PycsamtServer) -> str | None:
@@ -51,6 +54,7 @@ async def start(ls: PycsamtServer) -> None:
     """Find the corpus, open the index with progress, then watch it."""
     assert ls.loop is not None and ls.opened is not None
     ls.model_loaded = ls.loop.create_future()
+    ls.model_wanted = asyncio.Event()
     try:
         profile = load_profile(ls.settings.profile)
         root = discover_root(
@@ -81,17 +85,46 @@ async def start(ls: PycsamtServer) -> None:
         await run_with_progress(ls, "Indexing pyCSAMT corpus", ws.open)
         if not ls.opened.done():
             ls.opened.set_result(None)
-        # Queries are answered from here on; load the package model right
-        # away too, so the first hover or diagnostics pass does not wait.
+        # Queries are answered from here on. The package model (and what
+        # hover and diagnostics build on it) loads once something wants it,
+        # after the first answer, or after a short quiet spell, whichever
+        # comes first: loading it as soon as the index is open took the CPU
+        # from the first query (warm start, issue 18). Editor requests wait
+        # for it (``editor_workspace``), so none sees it half loaded.
         if ws.snapshot is not None:
+            await _until_model_wanted(ls)
             try:
-                await ls.run_blocking("model load", ws.ensure_model, lane="command")
+                await ls.run_blocking(
+                    "model load", _load_for_editing, ws, lane="command"
+                )
             except Exception:  # diagnostics retry it on first use
                 log.exception("loading the package model failed")
     finally:
         if not model_loaded.done():
             model_loaded.set_result(None)
     await folders.sync(ls, watch=watch_workspace)  # the other corpus folders
+
+
+async def _until_model_wanted(ls: PycsamtServer) -> None:
+    """Return when a request wants the package model (``ls.want_model``),
+    or after :data:`MODEL_QUIET_S` without one."""
+    wanted = ls.model_wanted
+    if wanted is None or wanted.is_set():
+        return
+    try:
+        await asyncio.wait_for(wanted.wait(), MODEL_QUIET_S)
+    except TimeoutError:
+        pass
+
+
+def _load_for_editing(ws: Workspace) -> None:
+    """The package model, the editor analysis modules and the card tables,
+    in a worker: the first hover, completion or diagnostics pass then pays
+    none of it (the imports alone are ~0.15 s)."""
+    import pycsamt_lsp.analysis.editor  # noqa: F401 - imported for the first request
+    from pycsamt_lsp.cards.card import warm
+
+    warm(ws)  # ensure_model(), then the card cache and the symbol table
 
 
 def configure_ask(ls: PycsamtServer) -> None:

@@ -35,14 +35,13 @@ import sys
 import threading
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from pycsamt_lsp import __version__
-from pycsamt_lsp.analysis.editor import BufferCache
 from pycsamt_lsp.errors import QueryError
 from pycsamt_lsp.lsp import (
     code_actions,
@@ -60,6 +59,9 @@ from pycsamt_lsp.lsp.offload import Offload
 from pycsamt_lsp.lsp.protocol import OneLineFormatter, PycsamtProtocol, is_parse_error
 from pycsamt_lsp.lsp.settings import Settings
 from pycsamt_lsp.workspace.facade import Workspace
+
+if TYPE_CHECKING:
+    from pycsamt_lsp.analysis.editor import BufferCache
 
 __all__ = ["FEATURES", "INDEX_STATE", "PycsamtServer", "create_server", "serve"]
 
@@ -123,6 +125,9 @@ class PycsamtServer(LanguageServer):
         self.opened: asyncio.Future | None = None
         #: resolved once the package model is loaded after an open
         self.model_loaded: asyncio.Future | None = None
+        #: set when a request wants the package model (lsp.indexing loads it
+        #: then, after the first answer or after a quiet spell)
+        self.model_wanted: asyncio.Event | None = None
         self.index_error: str | None = None
         # file watching and refreshes (lsp.indexing)
         self.pending_paths: set[str] = set()
@@ -134,7 +139,8 @@ class PycsamtServer(LanguageServer):
         self.diagnostics_timers: dict[str, asyncio.TimerHandle] = {}
         #: last full pull-diagnostics report per URI (answered when a pass is over budget)
         self.pulled: dict[str, list[types.Diagnostic]] = {}
-        self.buffers = BufferCache()
+        self._buffers: BufferCache | None = None
+        self._buffers_lock = threading.Lock()
         self.offload = Offload(editor_budget=self.editor_budget)
         self.tasks: set[asyncio.Task] = set()
         self.on_index_changed: list = []
@@ -142,6 +148,26 @@ class PycsamtServer(LanguageServer):
         self.exit_code = 0
 
     # -- helpers -------------------------------------------------------------
+
+    @property
+    def buffers(self) -> BufferCache:
+        """The buffer analysis cache, made on first use (in the worker of the
+        first editor request: the analysis modules are not imported before)."""
+        got = self._buffers
+        if got is None:
+            with self._buffers_lock:
+                if self._buffers is None:
+                    from pycsamt_lsp.analysis.editor import BufferCache
+
+                    self._buffers = BufferCache()
+                got = self._buffers
+        return got
+
+    def want_model(self) -> None:
+        """A request needs the package model (or the first answer is out):
+        load it now if it is not loaded yet (:func:`.indexing.start`)."""
+        if self.model_wanted is not None:
+            self.model_wanted.set()
 
     def spawn(self, coro) -> asyncio.Task:
         """Run *coro* as a task the server keeps (and cancels at shutdown)."""
@@ -228,6 +254,7 @@ class PycsamtServer(LanguageServer):
             return own if await folders.extra_ready(self, own, 600.0) else None
         fut = self.model_loaded
         if fut is not None and not fut.done():
+            self.want_model()
             try:
                 await asyncio.wait_for(asyncio.shield(fut), 600.0)
             except TimeoutError:

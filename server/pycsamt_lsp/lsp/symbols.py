@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from pycsamt_lsp.cards.card import search_symbols
-
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
 
@@ -45,6 +43,8 @@ async def on_workspace_symbol(
     query = params.query[:MAX_QUERY]
 
     def work() -> list[types.SymbolInformation]:
+        from pycsamt_lsp.cards.card import search_symbols
+
         out = []
         for hit in search_symbols(ws, query, limit=LIMIT):
             start = types.Position(line=max(hit["line_start"] - 1, 0), character=0)

@@ -393,11 +393,18 @@ def load_model(
     files: dict[str, Path],
     *,
     workers: int = 1,
+    known: Mapping[str, str] | None = None,
 ) -> tuple[PackageModel, dict[str, str], bool]:
     """The persisted model brought up to date, or a fresh one.
 
     Returns ``(model, shas, changed)``; ``changed`` says whether it differs
     from what was persisted (so the caller persists it again).
+
+    *known*: content hashes (hex SHA-256) of files whose bytes were just
+    hashed elsewhere (the index's digests of the files it holds, checked on
+    open): a module whose persisted hash equals its known one is not read
+    again (warm start, issue 18: the open had read and hashed every indexed
+    file a moment before). Any other module file is read and hashed here.
     """
     model: PackageModel | None = None
     shas: dict[str, str] = {}
@@ -426,7 +433,12 @@ def load_model(
         return model, current, True
     changed = False
     current = {}
+    known = known or {}
     for rel, p in files.items():
+        seen = known.get(rel)
+        if seen is not None and shas.get(rel) == seen:
+            current[rel] = seen
+            continue
         try:
             data = p.read_bytes()
         except OSError:

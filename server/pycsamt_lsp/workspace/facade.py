@@ -961,10 +961,21 @@ class Workspace:
         return m if m is not None else self.ensure_model()
 
     def ensure_model(self) -> PackageModel:
-        """Load the persisted model (re-parsing changed modules) or build it."""
+        """Load the persisted model (re-parsing changed modules) or build it.
+
+        Module files the snapshot holds are compared by the digest it has
+        for them (the content its last check or refresh hashed), not read
+        again: the model is loaded as of the same files as the index, and a
+        change not seen yet reaches both through the next refresh."""
         with self._lock:
             self._flush_model()
-            return self.package_model.ensure()
+            pub = self._state.published
+            known = (
+                {rel: sha for rel, (sha, _slots) in pub.snapshot.files.items()}
+                if pub is not None and self.package_model.model is None
+                else None
+            )
+            return self.package_model.ensure(known)
 
     def _held_model(self) -> PackageModel | None:
         """The model held now (None: not loaded), saves applied to it first,

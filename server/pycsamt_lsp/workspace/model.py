@@ -64,9 +64,13 @@ class ModelService:
         loaded again on first use."""
         self.model = None
 
-    def ensure(self) -> PackageModel:
+    def ensure(self, known: dict[str, str] | None = None) -> PackageModel:
         """The model; loaded from the index folder (re-parsing changed
-        modules) or built when none is held."""
+        modules) or built when none is held. *known*: content hashes of
+        files just hashed (``load_model`` does not read those again).
+
+        The model is held once prepared: a reader that does not take the
+        workspace lock never gets one whose tables are still being built."""
         if self.model is None:
             from pycsamt_lsp.model.state import load_model, module_files
 
@@ -77,10 +81,12 @@ class ModelService:
                 self.profile.package,
                 files,
                 workers=self.workers,
+                known=known,
             )
-            self.hold(model, shas)
-            self.dirty = changed
+            profile = self.profile  # as hold() sets it: prepare() uses it
+            model.suggest_demote = lambda rel: not profile.should_index(rel)
             model.prepare()
+            self.model, self.shas, self.dirty = model, shas, changed
             if self.long_lived:
                 heap.compact()  # drop what decoding the persisted model left
         assert self.model is not None
