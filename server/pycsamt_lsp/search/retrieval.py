@@ -334,7 +334,9 @@ def search(
             at = mask[idx]
             np.multiply(s, SYMBOL_BOOST, out=s, where=at)
             if "symbol_specific" not in disable:
-                s = symbol_specific(query, matches, mask, idx, s, SYMBOL_BOOST, at)
+                s = symbol_specific(
+                    query, matches, mask, idx, s, SYMBOL_BOOST, at, inplace=True
+                )
     if feedback:
         factor = np.ones(len(aux.recipe))
         table = snap.table

@@ -154,13 +154,16 @@ def symbol_specific(
     s: np.ndarray,
     boost: float,
     boosted_c: np.ndarray | None = None,
+    *,
+    inplace: bool = False,
 ) -> np.ndarray:
     """*s* with the seed's symbol boost taken back where no match is specific.
 
     *matches* are ``(leaf, slots)`` pairs of the boost, *boosted* its mask
     over all slots (*boosted_c*: the same at the candidates, when the caller
     has it); a leaf is specific when the query has it as a whole identifier
-    that is plainly code (underscore, digit or inner capital).
+    that is plainly code (underscore, digit or inner capital). *inplace*:
+    divide *s* itself (a caller's own array), not a copy.
     """
     specific = (
         {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
@@ -173,7 +176,11 @@ def symbol_specific(
         keep = np.zeros(len(boosted), bool)
         keep[np.concatenate(kept)] = True
         undo = undo & ~keep[idx]
-    return np.where(undo, s / boost, s) if undo.any() else s
+    if not undo.any():
+        return s
+    if inplace:  # the same division as np.where(undo, s / boost, s)
+        return np.divide(s, boost, out=s, where=undo)
+    return np.where(undo, s / boost, s)
 
 
 def is_howto(query: str) -> bool:
