@@ -205,3 +205,36 @@ def test_update_statistics_equal_a_rebuild_exactly(seed):
     before = index.vocab
     same, _ = index.updated([], [dict(live[sorted(live)[0]])])
     assert same.vocab is before
+
+
+def test_updates_from_one_index_twice_leave_each_other_alone():
+    """Row arrays grow into spare room only from the newest index of a
+    buffer: a second update of the same index (a branch) copies, so the
+    first update's index still scores as before, and every branch scores as
+    a rebuild of its own documents."""
+    rng = random.Random(11)
+    base_docs = random_docs(rng, 30)
+    base = BM25Index.build(base_docs)
+
+    def step(idx, live, remove, add):
+        new, slots = idx.updated(remove, add)
+        live = {s: d for s, d in live.items() if s not in remove}
+        live.update(zip(slots, add, strict=True))
+        return new, live
+
+    live0 = dict(enumerate(base_docs))
+    one, live1 = step(base, live0, [0], random_docs(rng, 2))
+    two, live2 = step(one, live1, [1], random_docs(rng, 2))  # in one's room
+    q = [*random_query(rng), "common"]
+    kept = (one.scores(q).copy(), one.doc_terms.copy(), two.scores(q).copy())
+    branch, live3 = step(one, live1, [2], random_docs(rng, 3))  # one is not newest
+    again, live4 = step(base, live0, [3], random_docs(rng, 1))
+    np.testing.assert_array_equal(one.scores(q), kept[0])
+    np.testing.assert_array_equal(one.doc_terms, kept[1])
+    np.testing.assert_array_equal(two.scores(q), kept[2])
+    for idx, live in ((one, live1), (two, live2), (branch, live3), (again, live4)):
+        slots = sorted(live)
+        fresh = BM25Index.build([live[s] for s in slots])
+        np.testing.assert_allclose(
+            idx.scores(q)[slots], fresh.scores(q), rtol=1e-9, atol=1e-12
+        )

@@ -20,6 +20,8 @@ old snapshot are never disturbed.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -100,6 +102,66 @@ def _csc(
     ptr = np.zeros(n_terms + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])
     return ptr, docs[order], tfs[order]
+
+
+#: how much of each grow-only row buffer is handed out (:func:`_appended`):
+#: ``id(buffer) -> (weak reference to it, length)``, dropped with the buffer
+_FILLED: dict[int, tuple[weakref.ref, int]] = {}
+_FILL_LOCK = threading.Lock()
+
+
+def _filled(buf: np.ndarray) -> int | None:
+    got = _FILLED.get(id(buf))
+    return got[1] if got is not None and got[0]() is buf else None
+
+
+def _set_filled(buf: np.ndarray, n: int) -> None:
+    key = id(buf)
+    got = _FILLED.get(key)
+    if got is not None and got[0]() is buf:
+        _FILLED[key] = (got[0], n)
+        return
+
+    def gone(ref: weakref.ref, key: int = key) -> None:
+        if _FILLED.get(key, (None,))[0] is ref:
+            del _FILLED[key]
+
+    _FILLED[key] = (weakref.ref(buf, gone), n)
+
+
+def _appended(old: np.ndarray, add: np.ndarray) -> np.ndarray:
+    """``np.concatenate((old, add))`` without copying *old* again and again.
+
+    The row-wise term arrays (~2 MB each on the sdist) were copied whole by
+    every update; a save adds a few thousand entries. The result is a view
+    of a buffer with spare room: the next append writes into that room when
+    *old* is the longest view handed out of it (no newer index was made from
+    it), else it copies. Views already handed out never change, so indexes
+    stay immutable for their readers.
+    """
+    m = len(add)
+    buf = old.base
+    if (
+        isinstance(buf, np.ndarray)
+        and buf.ndim == 1
+        and buf.dtype == old.dtype
+        and old.ndim == 1
+        and old.strides == buf.strides
+        and old.__array_interface__["data"][0] == buf.__array_interface__["data"][0]
+    ):
+        with _FILL_LOCK:
+            n = len(old)
+            if _filled(buf) == n and n + m <= len(buf):
+                buf[n : n + m] = add
+                _set_filled(buf, n + m)
+                return buf[: n + m]
+    n = len(old)
+    buf = np.empty(n + m + max(m, (n + m) // 8), old.dtype)  # ~12% room
+    buf[:n] = old
+    buf[n : n + m] = add
+    with _FILL_LOCK:
+        _set_filled(buf, n + m)
+    return buf[: n + m]
 
 
 def _doc_len(doc_ptr: np.ndarray, doc_tfs: np.ndarray) -> np.ndarray:
@@ -405,8 +467,8 @@ class BM25Index:
         if rows:
             ptr_add, terms_add, tfs_add = self._pack(rows)
             doc_ptr = np.concatenate((self.doc_ptr, ptr_add[1:] + self.doc_ptr[-1]))
-            doc_terms = np.concatenate((self.doc_terms, terms_add))
-            doc_tfs = np.concatenate((self.doc_tfs, tfs_add))
+            doc_terms = _appended(self.doc_terms, terms_add)
+            doc_tfs = _appended(self.doc_tfs, tfs_add)
             doc_len = np.concatenate((self.doc_len, _doc_len(ptr_add, tfs_add)))
             alive = np.concatenate((alive, np.ones(len(rows), bool)))
             df += np.bincount(terms_add, minlength=n_terms)
