@@ -94,22 +94,22 @@ def _body(snap: Snapshot, slot: int) -> Body:
     if slot >= bm.n_slots or not bm.alive[slot]:
         return _NONE
     s, e = int(bm.doc_ptr[slot]), int(bm.doc_ptr[slot + 1])
-    terms = bm.doc_terms[s:e]
-    tfs = bm.doc_tfs[s:e].astype(np.float64)
+    if s == e:
+        return _NONE
+    order = np.argsort(bm.doc_terms[s:e], kind="stable")
+    terms = bm.doc_terms[s:e][order]
+    tfs = bm.doc_tfs[s:e][order].astype(np.float64)
     head = term_counts(header_text(t.kinds[slot], t.symbols[slot], t.paths[slot]))
-    ids = [bm.vocab[w] for w in head if w in bm.vocab]
-    if ids:
-        sub = np.zeros(len(terms))
-        pos = {tid: i for i, tid in enumerate(terms.tolist())}
-        for w, c in head.items():
-            i = pos.get(bm.vocab.get(w, -1))
-            if i is not None:
-                sub[i] = c
-        tfs = np.maximum(tfs - sub, 0.0)
+    if head:  # distinct header terms: each found at most once in the row
+        ids = np.fromiter((bm.vocab.get(w, -1) for w in head), np.int64, len(head))
+        counts = np.fromiter(head.values(), np.float64, len(head))
+        pos = np.minimum(terms.searchsorted(ids), len(terms) - 1)
+        hit = terms[pos] == ids
+        tfs[pos[hit]] -= counts[hit]
+        np.maximum(tfs, 0.0, out=tfs)
     keep = tfs > 0
     terms, tfs = terms[keep], tfs[keep]
-    order = np.argsort(terms, kind="stable")
-    return terms[order], tfs[order], float(tfs.sum())
+    return terms, tfs, float(tfs.sum())
 
 
 def _similar(a: Body, b: Body) -> float:
