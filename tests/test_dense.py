@@ -17,6 +17,7 @@ from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.search import dense
 from pycsamt_lsp.search.dense import (
     COSINE_FLOOR,
+    PRF_WEIGHT,
     RRF_K,
     VECTOR_FILENAME,
     EmbeddingError,
@@ -26,6 +27,7 @@ from pycsamt_lsp.search.dense import (
     dense_query,
     dense_ranking,
     embed_text,
+    feedback_query,
     fused_order,
     load_store,
     manifest_extra,
@@ -271,6 +273,40 @@ def test_refresh_embeddings_after_an_edit(ws):
     assert refresh_embeddings(ws) is None
 
 
+def test_reembed_is_one_job_that_goes_round_again(ws):
+    """A re-embed asked for while one runs returns at once; the running one
+    then embeds the newer snapshot too, so the last edit is never lost."""
+    import threading
+
+    build_embeddings(ws, HashingBackend())
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(HashingBackend):
+        def embed(self, texts):
+            entered.set()
+            release.wait(30)
+            return super().embed(texts)
+
+    ws.dense.backends.get("hash", Slow)  # the backend refreshes will use
+    phase = ws.root / "pkg" / "phase.py"
+    phase.write_text(phase.read_text() + "\n\ndef first_edit():\n    return 1\n")
+    ws.refresh([phase])
+    out: dict = {}
+    worker = threading.Thread(target=lambda: out.update(r=ws.dense.reembed(ws)))
+    worker.start()
+    assert entered.wait(30)
+    phase.write_text(phase.read_text() + "\n\ndef second_edit():\n    return 2\n")
+    ws.refresh([phase])
+    assert ws.dense.reembed(ws) is None  # one job already runs: no second one
+    release.set()
+    worker.join(30)
+    assert not worker.is_alive()
+    store = load_store(ws.index_dir)
+    assert store.fingerprint == ws.snapshot.fingerprint  # the second edit too
+    assert out["r"]["embedded"] == 1  # the last round: second_edit alone
+    assert ws.dense.reembed(ws) is None and not ws.dense.stale(ws)
+
+
 def test_vectors_of_another_recipe_are_not_reused(ws):
     build_embeddings(ws, HashingBackend(), recipe="full")
     assert load_store(ws.index_dir).recipe == "full"
@@ -360,8 +396,14 @@ def test_dense_query_is_rrf_of_both_rankings(hashed_ws):
     # recompute by hand: top max(5k, 50) of each ranking, RRF k=60, 0-based
     n = pool_size(k)
     bm_ids = [r["id"] for r in ws.query(Q, n)["results"]]
-    qv = HashingBackend().embed([Q])
-    dense_ids = [cid for cid, _ in dense_ranking(ws, load_store(ws.index_dir), qv, n)]
+    store = load_store(ws.index_dir)
+    # the dense list is ranked by the query pulled toward BM25's first hit
+    row = store.ids.index(bm_ids[0])
+    q = HashingBackend().embed([Q])[0]
+    qv = q + PRF_WEIGHT * store.vectors[row]
+    qv /= np.linalg.norm(qv)
+    assert res["dense_anchor"] == bm_ids[0] and PRF_WEIGHT == 0.25
+    dense_ids = [cid for cid, _ in dense_ranking(ws, store, qv[None], n)]
     expected = {}
     for ranking in (bm_ids, dense_ids):
         for rank, cid in enumerate(ranking):
@@ -372,6 +414,28 @@ def test_dense_query_is_rrf_of_both_rankings(hashed_ws):
         assert r["score"] == pytest.approx(expected[r["id"]], abs=1e-6)
         assert r["cosine"] is None or r["cosine"] >= COSINE_FLOOR
     assert res["top_score"] == ws.query(Q, 3)["top_score"]  # the gate stays on BM25
+
+
+def test_feedback_query_only_from_a_fresh_anchor(hashed_ws):
+    ws = hashed_ws
+    store = load_store(ws.index_dir)
+    q = HashingBackend().embed([Q])
+    anchor = next(c for c in store.ids if c.startswith("pkg/phase.py"))
+    v, used = feedback_query(ws, store, q, anchor, 0.25)
+    want = q[0] + 0.25 * store.vectors[store.ids.index(anchor)]
+    assert used == anchor
+    assert np.allclose(v[0], want / np.linalg.norm(want), atol=1e-6)
+    # the ablation, an unknown anchor and no anchor: the bare query
+    for args in ((anchor, 0.0), ("nope:1-2", 0.25), (None, 0.25)):
+        v, used = feedback_query(ws, store, q, *args)
+        assert used is None and np.allclose(v, q, atol=1e-6)
+    # an anchor whose file changed since it was embedded gives no feedback
+    phase = ws.root / "pkg/phase.py"
+    phase.write_text(phase.read_text() + "\n# edited\n", encoding="utf-8")
+    ws.refresh([phase])
+    assert feedback_query(ws, store, q, anchor, 0.25)[1] is None
+    bare = dense_query(ws, Q, 3, prf=0)
+    assert bare["dense_anchor"] is None and bare["retrieval"] == "dense+bm25"
 
 
 def test_dense_only_chunk_enters_the_fusion(hashed_ws):

@@ -99,6 +99,10 @@ async def start(ls: PycsamtServer) -> None:
                 )
             except Exception:  # diagnostics retry it on first use
                 log.exception("loading the package model failed")
+            if ls.settings.dense:  # edits made while the server was down
+                from pycsamt_lsp.lsp.embedding import reembed
+
+                ls.spawn(reembed(ls, ws))
     finally:
         if not model_loaded.done():
             model_loaded.set_result(None)
@@ -391,6 +395,10 @@ async def _refresh(ls: PycsamtServer, ws: Workspace, paths: list[str]) -> None:
         _schedule_persist(ls)
     elif n:
         ls.spawn(ls.run_blocking("persist", ws.persist, lane="command"))
+    if n and ls.settings.dense:  # dense vectors follow the edit (lsp.embedding)
+        from pycsamt_lsp.lsp.embedding import reembed
+
+        ls.spawn(reembed(ls, ws))
 
 
 def _schedule_persist(ls: PycsamtServer, delay: float = 2.0) -> None:

@@ -25,11 +25,16 @@ from pycsamt_lsp.search.dense.store import (
     EmbeddingStore,
     describe_store,
     load_store,
+    refresh_embeddings,
+    refreshable,
     store_signature,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pycsamt_lsp.index.snapshot import Snapshot
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["DenseService"]
 
@@ -46,6 +51,47 @@ class DenseService:
         self._rows: (
             tuple[tuple[str, int], EmbeddingStore, np.ndarray, np.ndarray] | None
         ) = None
+        self._reembedding = False
+        self._again = False
+
+    def stale(self, ws: Workspace) -> bool:
+        """True when the vectors lag behind *ws*'s snapshot and a local
+        backend can bring them up to date (:func:`~.store.refreshable`)."""
+        return refreshable(ws, self.load_store())
+
+    def reembed(
+        self,
+        ws: Workspace,
+        progress: Callable[[int, str], None] | None = None,
+    ) -> dict[str, Any] | None:
+        """:func:`~.store.refresh_embeddings`, one run at a time.
+
+        Why: saves come in bursts and each one asks for a re-embed. A call
+        made while a run is going returns None at once and the running one
+        goes round again when it is done (the snapshot it embedded may
+        already be old), so there is never more than one embedding job per
+        index folder and the last edit is always embedded. Returns the last
+        run's report (None when nothing was to be done).
+        """
+        with self._lock:
+            if self._reembedding:
+                self._again = True
+                return None
+            self._reembedding = True
+            self._again = False
+        report: dict[str, Any] | None = None
+        try:
+            while True:
+                report = refresh_embeddings(ws, progress=progress) or report
+                with self._lock:  # decide and release in one step: no lost call
+                    if not self._again:
+                        self._reembedding = False
+                        return report
+                    self._again = False
+        except BaseException:
+            with self._lock:
+                self._reembedding = False
+            raise
 
     def live_rows(
         self, snap: Snapshot, store: EmbeddingStore

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ __all__ = [
     "manifest_extra",
     "recipe_of",
     "refresh_embeddings",
+    "refreshable",
     "save_store",
     "store_signature",
     "text_sha",
@@ -156,7 +158,12 @@ class EmbeddingStore:
         return int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
 
     def row_of(self) -> dict[str, int]:
-        """Chunk id -> row."""
+        """Chunk id -> row (built once per store: a query's feedback step
+        looks a row up, and the store never changes)."""
+        return self._rows
+
+    @cached_property
+    def _rows(self) -> dict[str, int]:
         return {cid: i for i, cid in enumerate(self.ids)}
 
     def row_of_text(self) -> dict[str, int]:
@@ -399,6 +406,20 @@ def build_embeddings(
     }
 
 
+def refreshable(ws: Workspace, store: EmbeddingStore | None) -> bool:
+    """True when *store* lags behind ``ws.snapshot`` and can be refreshed
+    locally: its model is the hashing or MiniLM backend (never a paid or
+    networked one behind the user's back) and its recipe is known."""
+    from pycsamt_lsp.search.dense.backends import HASH_NAME, MINILM_NAME
+
+    snap = ws.snapshot
+    if snap is None or store is None or store.fingerprint == snap.fingerprint:
+        return False
+    if store.model not in (HASH_NAME, MINILM_NAME):
+        return False
+    return (store.recipe or TEXT_RECIPE).partition("/")[0] in TEXT_RECIPES
+
+
 def refresh_embeddings(
     ws: Workspace,
     *,
@@ -414,17 +435,10 @@ def refresh_embeddings(
     for the server after a save (the chunks of an edited file have stale
     vectors until then, and dense retrieval skips them).
     """
-    from pycsamt_lsp.search.dense.backends import HASH_NAME, MINILM_NAME
-
-    snap = ws.snapshot
     store = ws.dense.load_store()
-    if snap is None or store is None or store.fingerprint == snap.fingerprint:
-        return None
-    if store.model not in (HASH_NAME, MINILM_NAME):
+    if store is None or not refreshable(ws, store):
         return None
     recipe, _, cap = (store.recipe or TEXT_RECIPE).partition("/")
-    if recipe not in TEXT_RECIPES:
-        return None
     backend = ws.dense.backend_for(store.model)
     if cap.isdigit() and getattr(backend, "max_len", None) not in (None, int(cap)):
         from pycsamt_lsp.search.dense.backends import MiniLMBackend
