@@ -28,9 +28,11 @@ from pycsamt_lsp.search.dense.backends import (
 )
 from pycsamt_lsp.search.dense.fusion import (
     COSINE_FLOOR,
+    PRF_WEIGHT,
     RRF_K,
     dense_query,
     dense_ranking,
+    feedback_query,
     fused_order,
     pool_size,
     rrf_fuse,
@@ -56,6 +58,7 @@ __all__ = [
     "HASH_NAME",
     "MAX_EMBED_CHARS",
     "MINILM_NAME",
+    "PRF_WEIGHT",
     "RRF_K",
     "TEXT_RECIPE",
     "VECTOR_FILENAME",
@@ -72,6 +75,7 @@ __all__ = [
     "dense_query",
     "dense_ranking",
     "embed_text",
+    "feedback_query",
     "fused_order",
     "l2_normalize",
     "load_store",
