@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -450,8 +452,14 @@ def bench_corpus(
         ],
     }
     if a.dense:
+        seed = (a.vectors_from or {}).get(name)
+        if seed is not None:  # reuse vectors of unchanged texts (same model/recipe)
+            idx = ours_copy / ".pycsamt_rag"
+            idx.mkdir(exist_ok=True)
+            shutil.copy2(Path(seed) / "embeddings.npz", idx / "embeddings.npz")
         print(f"[{name}] embedding ours with {a.dense} ...", flush=True)
         res["embed"] = our_embed(ours_copy, a.dense)
+        res["embed"]["seeded_from"] = str(seed) if seed is not None else None
         fused = our_batch(ours_copy, queries, a.via_cli, dense=True)
         paths = {r.get("retrieval") for r in fused["results"]}
         if paths != {"dense+bm25"} and not a.via_cli:
@@ -465,6 +473,7 @@ def bench_corpus(
         )
         for rec, d in zip(res["records"], d_scored, strict=True):
             rec["ours_dense"] = d
+        res["dense_ci"] = dense_ci(o_scored, d_scored)
     if a.routing:
         routing = load_records(a.routing)
         decide, raw = ref_decider(ref_copy, routing)
@@ -484,6 +493,50 @@ def bench_corpus(
         mine = ours_decider(ours_copy, routing) if routing else None
         res["routing"]["ours"] = routing_by_suite(routing, mine) if mine else None
     return res
+
+
+def paired_ci(
+    diffs: list[float], *, n_boot: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Mean of the per-question differences and its 95% paired bootstrap CI.
+
+    Why paired: both rankings answer the same questions, so resampling the
+    questions (with replacement) and averaging each one's difference keeps
+    what is common to both out of the interval; a gain is "measurable"
+    when the interval excludes 0. Deterministic (fixed seed).
+    """
+    n = len(diffs)
+    if not n:
+        return {"n": 0, "mean": None, "lo": None, "hi": None}
+    rng = random.Random(seed)
+    boots = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(n_boot))
+    return {
+        "n": n,
+        "mean": sum(diffs) / n,
+        "lo": boots[int(0.025 * n_boot)],
+        "hi": boots[int(0.975 * n_boot) - 1],
+        "better": sum(d > 1e-9 for d in diffs),
+        "worse": sum(d < -1e-9 for d in diffs),
+    }
+
+
+def dense_ci(
+    bm25: list[dict[str, Any]], fused: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Per suite and ALL: fused - BM25 reciprocal rank and hit@10, paired."""
+    suites: dict[str, list[tuple[dict, dict]]] = {}
+    for b, f in zip(bm25, fused, strict=True):
+        if "rr" not in b:
+            continue
+        suites.setdefault(b["suite"] or "?", []).append((b, f))
+        suites.setdefault("ALL", []).append((b, f))
+    return {
+        name: {
+            "mrr@10": paired_ci([f["rr"] - b["rr"] for b, f in pairs]),
+            "hit@10": paired_ci([float(f["hit"]) - float(b["hit"]) for b, f in pairs]),
+        }
+        for name, pairs in suites.items()
+    }
 
 
 def _f(v: float | None) -> str:
@@ -569,6 +622,18 @@ def dense_table(results: dict[str, Any]) -> str:
                     f"{_f(r[m]):>8}{_f(diff):>12}{_f(q):>11}"
                 )
                 cname = label = n = ""
+        for suite, ci in res.get("dense_ci", {}).items():
+            parts = []
+            for m in ("mrr@10", "hit@10"):
+                c = ci[m]
+                parts.append(
+                    f"{m} {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
+                    f" ({c['better']} better, {c['worse']} worse)"
+                )
+            rows.append(
+                f"{'':<14}fused-bm25 {suite} (n={ci['mrr@10']['n']}, paired "
+                f"bootstrap 95%): " + "; ".join(parts)
+            )
         e = res["embed"]
         p = res["query_ms_p50"]
         rows.append(
@@ -577,6 +642,11 @@ def dense_table(results: dict[str, Any]) -> str:
             f"{e['embed_cpu_s']:.1f} s CPU ({e['texts_per_s'] or 0:.1f} texts/s); "
             f"embeddings.npz {e['npz_mb']:.1f} MB, vectors {e['vectors_mb']:.1f} MB "
             f"in memory, build --embed peak RSS {e['process_maxrss_mb']:.0f} MB"
+            + (
+                f" ({e['reused']} vectors reused from {e['seeded_from']})"
+                if e.get("seeded_from")
+                else ""
+            )
         )
         rows.append(
             f"{'':<14}query p50 ms: bm25 {p['ours']:.2f}, fused "
@@ -615,8 +685,17 @@ def main(argv: list[str] | None = None) -> int:
         help="also embed ours (build --embed BACKEND, default minilm) and rank "
         "with RRF fusion: ours BM25, ours fused and the reference side by side",
     )
+    ap.add_argument(
+        "--vectors-from",
+        action="append",
+        metavar="NAME=INDEX_DIR",
+        help="with --dense: seed corpus NAME's copy with INDEX_DIR/embeddings.npz, "
+        "so only texts not embedded there go to the model (the report says how "
+        "many were reused); repeatable",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
+    a.vectors_from = dict(v.split("=", 1) for v in a.vectors_from or [])
     if not a.routing:
         a.routing = sorted(PROJECT_SUITES.rglob("routing_*.jsonl")) or None
     corpora = (
