@@ -163,7 +163,8 @@ def file_refusal(
         return "no such file"
     except (OSError, RuntimeError, ValueError) as exc:  # a loop, a bad name
         return f"unresolvable ({type(exc).__name__})"
-    if not Path(real).is_relative_to(base):
+    # both resolved (normalised, absolute): inside is a prefix up to a separator
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
         return "symlink to a target outside the corpus"
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
