@@ -506,8 +506,13 @@ class _Resolver:
 
     def named_in(self, names: Iterable[str]) -> np.ndarray:
         named: set[int] = set()
+        known = self.resolved  # most names of a text resolved before (to ())
         for name in names:
-            named.update(self.resolve(name))
+            got = known.get(name)
+            if got is None:
+                got = self.resolve(name)
+            if got:
+                named.update(got)
         return np.array(sorted(named), np.int64)
 
 
