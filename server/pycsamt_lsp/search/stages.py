@@ -74,6 +74,7 @@ import re
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -423,7 +424,8 @@ def _mentions(snap: Snapshot, slot: int) -> frozenset[str]:
         text = snap.table.get(slot).text
     except (KeyError, OSError, ValueError):
         return frozenset()
-    return frozenset(name.rstrip(".") for name in _NAME.findall(text))
+    # map(str.rstrip, names, repeat(".")): the genexpr's strips, in C
+    return frozenset(map(str.rstrip, _NAME.findall(text), repeat(".")))
 
 
 class _Resolver:
