@@ -71,6 +71,8 @@ FILES = {
     "geo/app/nested/__init__.py": "from geo.app.nested.deep import Deep\n",
     "geo/app/nested/deep.py": "class Deep:\n    x = 1\n",
     "geo/app/broken.py": "def f(:\n    pass\n",
+    "geo/app/_private.py": "def _glue(widget, size=3):\n    return widget\n",
+    "geo/app/_broken.py": "def g(:\n    pass\n",
     "geo/app/opened.py": "def __getattr__(name):\n    return name\n",
     # text the package-wide scans read: parsed by the build, never deferred
     "geo/app/dyn.py": "import geo.core\nsetattr(geo.core, 'injected_name', 1)\n",
@@ -82,6 +84,13 @@ FILES = {
         "    assert correct(1) == 1\n"
     ),
     "geo/tests/conftest.py": "import pytest\n",
+    # identifiers are NFKC-normalised: this file binds "file" and "Agent"
+    "geo/tests/test_nfkc.py": "\ufb01le = 1\n\uff21gent = 2\n# caf\u00e9\n",
+    "geo/tests/test_latin.py": "# -*- coding: latin-1 -*-\nx = 1\n",
+    "geo/tests/test_computed.py": (
+        "for _n in ('alpha', 'beta'):\n    globals()['make_' + _n] = len\n"
+    ),
+    "geo/tests/test_local.py": "def test_x():\n    from geo import helper\n",
     # a method named setattr is no injection: still deferred
     "geo/tests/test_patch.py": (
         "def test_patch(monkeypatch):\n"
@@ -112,6 +121,15 @@ GOOD_AND_BAD = [
     "from geo.app.tools import Tool\nTool().use(n=3)\nTool().missing()\n",
     "import geo.app.tools as t\nt.helper('x')\nt.Tool.nope\n",
     "from geo.app import tols\n",
+    "from geo.app._private import _glue, _glu\n_glue(1, size=2, colour=3)\n",
+    "from geo.app._broken import g\n",
+    "from geo.tests import test_patch, test_pach\n",
+    "from geo.tests.test_nfkc import file, Agent, fil\n",
+    "from geo.tests.test_computed import make_alpha, make_gamma\n",
+    "from geo.nothere import helper\n",
+    "from geo.nothere import file\n",
+    "from geo.nothere import make_beta, x\n",
+    "from geo.nothere import invented_name\n",
 ]
 
 
@@ -165,18 +183,19 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "idx" / MODEL_FILE).read_text())
     assert doc["model"]["model_version"] == MODEL_VERSION
     recorded = {r for r, d in doc["model"]["files"].items() if "deferred" in d}
+    # tests and private modules: the suggestion index never reads them (the
+    # excluded public modules it reads are parsed by the build)
     assert recorded == {
-        "geo/app/__init__.py",
-        "geo/app/tools.py",
-        "geo/app/star.py",
-        "geo/app/nested/__init__.py",
-        "geo/app/nested/deep.py",
-        "geo/app/broken.py",
-        "geo/app/opened.py",
+        "geo/app/_private.py",
+        "geo/app/_broken.py",
         "geo/tests/__init__.py",
         "geo/tests/test_shift.py",
         "geo/tests/conftest.py",
         "geo/tests/test_patch.py",
+        "geo/tests/test_nfkc.py",
+        "geo/tests/test_latin.py",
+        "geo/tests/test_computed.py",
+        "geo/tests/test_local.py",
     }
     for rel in recorded:  # the record carries the hash of the bytes listed
         assert doc["model"]["files"][rel]["deferred"] == doc["shas"][rel]
@@ -188,19 +207,24 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
     assert "geo.app.tools" in model.modules
     assert model.resolve("geo.core.injected_name").status == "unknown"
     assert not any(i.materialised for i in lazy.values())
-    # a name inside one parses the modules its path walks through only
-    assert model.resolve("geo.app.tools.helper").status == "exists"
+    # a name inside one parses that one only
+    assert model.resolve("geo.tests.test_shift.test_correct").status == "exists"
     assert sorted(r for r, i in lazy.items() if i.materialised) == [
-        "geo/app/__init__.py",
-        "geo/app/tools.py",
-    ]
-    # suggestions name the excluded modules' symbols too: the first parses them
-    model.suggest("helpr")
-    assert sorted(r for r, i in lazy.items() if not i.materialised) == [
         "geo/tests/__init__.py",
-        "geo/tests/conftest.py",
-        "geo/tests/test_patch.py",
         "geo/tests/test_shift.py",
+    ]
+    # suggestions never read them
+    assert model.suggest("helpr") == ["geo.helper"]
+    assert "geo.tests.test_shift.test_correct" not in model.suggest("test_corect")
+    assert sorted(r for r, i in lazy.items() if not i.materialised) == [
+        "geo/app/_broken.py",
+        "geo/app/_private.py",
+        "geo/tests/conftest.py",
+        "geo/tests/test_computed.py",
+        "geo/tests/test_latin.py",
+        "geo/tests/test_local.py",
+        "geo/tests/test_nfkc.py",
+        "geo/tests/test_patch.py",
     ]
 
 
@@ -221,7 +245,7 @@ def test_deferred_answers_equal_the_eager_model(
     names = names_to_ask(eager)
     assert len(names) > 60
     assert answers(deferred, names, GOOD_AND_BAD) == answers(eager, names, GOOD_AND_BAD)
-    for name in ("helpr", "Tol", "shown", "geo.app.tols", "corect", "Dep"):
+    for name in ("helpr", "Tol", "shown", "geo.app.tols", "corect", "Dep", "glue"):
         assert deferred.suggest(name, k=5) == eager.suggest(name, k=5)
         assert deferred.suggest(name, kind="module") == eager.suggest(
             name, kind="module"
@@ -257,11 +281,11 @@ def test_a_deferred_file_gone_or_changed_is_read_as_it_is(
     root = tmp_path / "corpus"
     make_tree(root)
     model = built_model(root, tmp_path / "idx").model
-    (root / "geo/app/star.py").unlink()
-    (root / "geo/app/tools.py").write_text("def other():\n    pass\n")
+    (root / "geo/tests/test_shift.py").unlink()
+    (root / "geo/app/_private.py").write_text("def other():\n    pass\n")
     with caplog.at_level(logging.INFO, logger="pycsamt_lsp.model.deferred"):
-        gone = model.resolve("geo.app.star.Shown")
-        changed = model.resolve("geo.app.tools.other")
+        gone = model.resolve("geo.tests.test_shift.test_correct")
+        changed = model.resolve("geo.app._private.other")
     assert gone.status == "unknown"  # not readable: never "absent", no crash
     assert changed.status == "exists"
     assert "changed since the build" in caplog.text
@@ -295,9 +319,10 @@ def test_a_reloaded_model_round_trips_deferred_records(tmp_path: Path) -> None:
     idx = tmp_path / "idx"
     model = built_model(root, idx).model
     before = (idx / MODEL_FILE).read_bytes()
-    model.resolve("geo.app.tools.Tool.use")
+    model.resolve("geo.tests.test_shift.test_correct")
     loaded, _shas = PackageModel.load_persisted(idx / MODEL_FILE, root)
-    loaded.resolve("geo.app.nested.Deep")
+    loaded.resolve("geo.app._private._glue")
+    assert isinstance(loaded._files["geo/app/_private.py"], DeferredModuleInfo)
     again = b"".join(loaded.iter_json())
     assert again == b"".join(
         PackageModel.from_dict(json.loads(before)["model"], root).iter_json()
@@ -322,9 +347,12 @@ def sdist_models(real_corpus: Path, pycsamt_profile, tmp_path_factory):
 
 
 @pytest.mark.corpus
-def test_sdist_defers_hundreds_of_modules(sdist_models) -> None:
+def test_sdist_defers_only_what_suggestions_never_read(sdist_models) -> None:
     deferred, _ = sdist_models
-    assert len(deferred_of(deferred)) > 250
+    later = deferred_of(deferred)
+    assert later and all(r.rpartition("/")[2].startswith("_") for r in later)
+    deferred.suggest("static_shift")  # the first suggestion parses none
+    assert not any(i.materialised for i in later.values())
 
 
 @pytest.mark.corpus
@@ -383,8 +411,34 @@ def test_only_files_without_scanned_facts_are_deferred(text: bytes, deferred: bo
     from pycsamt_lsp.model.deferred import deferrable
     from pycsamt_lsp.model.extract import ModuleInfo
 
-    assert deferrable("geo/app/x.py", "source", text) is deferred
+    assert deferrable("geo.tests.x", "source", text) is deferred
+    assert deferrable("geo.app._x", "source", text) is deferred
     if deferred:
         info = ModuleInfo.from_source(text, name="geo.app.x", rel="geo/app/x.py")
         assert info.injects == [] and info.registered_modules == []
-    assert not deferrable("geo/app/x.pyi", "stub", b"x = 1\n")
+    assert not deferrable("geo.tests.x", "stub", b"x = 1\n")
+    assert not deferrable("geo.app.x", "source", b"x = 1\n")  # its names are suggested
+
+
+def test_binds_answers_as_the_parsed_bindings(tmp_path: Path) -> None:
+    """``binds`` skips the parse only when the text proves the answer."""
+    root = tmp_path / "corpus"
+    make_tree(root)
+    eager = PackageModel.build(root, "geo")
+    names = sorted({n for info in eager._files.values() for n in info.bindings})
+    names += ["file", "Agent", "make_alpha", "make_gamma", "invented", "caf\u00e9"]
+    for rel, want in eager._files.items():
+        model = built_model(root, tmp_path / f"idx{len(rel)}").model
+        info = model._files[rel]
+        if not isinstance(info, DeferredModuleInfo):
+            continue
+        got = {n: info.binds(n) for n in names}
+        assert got == {n: n in want.bindings for n in names}, rel
+    model = built_model(root, tmp_path / "idx").model
+    later = deferred_of(model)
+    assert not later["geo/tests/test_patch.py"].binds("invented")
+    assert not later["geo/tests/test_patch.py"].materialised  # the text said no
+    assert later["geo/tests/test_nfkc.py"].binds("file")
+    computed = later["geo/tests/test_computed.py"]
+    computed.binds("make_beta")
+    assert computed.materialised  # globals() writes: only a parse can say

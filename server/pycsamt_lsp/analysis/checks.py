@@ -296,7 +296,7 @@ class _Analyzer:
             holders = [
                 m
                 for m, info in model.modules.items()
-                if all(n in info.bindings or f"{m}.{n}" in model.modules for n in names)
+                if all(info.binds(n) or f"{m}.{n}" in model.modules for n in names)
                 and all(model.resolve_from(m, n).exists for n in names)
             ]
             holders.sort(

@@ -202,6 +202,11 @@ class ModuleInfo:
         """True when the namespace was read (not compiled, parsed fine)."""
         return self.kind != "compiled" and self.parse_error is None
 
+    def binds(self, name: str) -> bool:
+        """``name in self.bindings`` (a deferred module answers most of
+        these without a parse: ``model.deferred``)."""
+        return name in self.bindings
+
     def public_names(self) -> list[str]:
         """Bound names without a leading underscore (a star import without
         ``__all__`` takes these).

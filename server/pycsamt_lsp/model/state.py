@@ -269,7 +269,7 @@ def deferred_info(
     """A module file the index leaves out, as a deferred module (not parsed:
     :mod:`pycsamt_lsp.model.deferred`), or None when it must be parsed now."""
     meta = module_name_for(rel, package)
-    if meta is None or not deferrable(rel, meta[2], data):
+    if meta is None or not deferrable(meta[0], meta[2], data):
         return None
     return DeferredModuleInfo.of(
         name=meta[0],
