@@ -139,7 +139,12 @@ async def _drain(q: asyncio.Queue, wait: float) -> None:
 
 
 async def session(
-    corpus: Path, index_dir: Path, picks: list[str], saves: int, env: dict[str, str]
+    corpus: Path,
+    index_dir: Path,
+    picks: list[str],
+    saves: int,
+    env: dict[str, str],
+    open_largest: bool = True,
 ) -> dict[str, Any]:
     """One server on a fresh copy of the corpus and index (see the module doc)."""
     with tempfile.TemporaryDirectory(prefix="bench-save-mem-") as tmpd:
@@ -154,11 +159,12 @@ async def session(
         script = tmp / "script.py"
         code = "import pycsamt\nfrom pycsamt.utils.funcutils import nope_fn\n"
         c.open(script, code)
-        await c.diags.get()
+        await asyncio.wait_for(c.diags.get(), 120)
         await _drain(c.diags, 1.0)
         steps["settled"] = c.memory()
         largest = root / picks[0]
-        c.open(largest, largest.read_text(encoding="utf-8"))
+        if open_largest:
+            c.open(largest, largest.read_text(encoding="utf-8"))
         await _drain(c.diags, 1.0)
         steps["largest module opened"] = c.memory()
         lat = []
@@ -181,6 +187,8 @@ async def session(
                 res = await c.command("pycsamt.query", {"query": name, "k": 5})
                 if any((r["symbol"] or "").endswith(name) for r in res["results"]):
                     break
+                if time.perf_counter() - t0 > 120:
+                    raise TimeoutError(f"the saved {name} was never found")
                 await asyncio.sleep(0.005)
             lat.append(time.perf_counter() - t0)
             await _drain(c.diags, 0.3)  # the open script's diagnostics pass
@@ -232,13 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         default=[],
-        help="NAME:ENV=V,...:PYTHONPATH (repeatable; 'default' always runs)",
+        help="NAME:ENV=V,...:PYTHONPATH (repeatable; none: this checkout as it is)",
+    )
+    ap.add_argument(
+        "--no-open",
+        action="store_true",
+        help="the largest module is saved without being opened in the editor",
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     profile = load_profile()
     src = (args.root or fetch_corpus(profile)).resolve()
-    variants = [("default", {})] + [_variant(v) for v in args.variant]
+    variants = [_variant(v) for v in args.variant] or [("default", {})]
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
     with tempfile.TemporaryDirectory(prefix="bench-save-mem-src-") as tmpd:
         tmp = Path(tmpd)
@@ -253,7 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         del ws
         for _ in range(args.repeat):
             for name, env in variants:
-                got = asyncio.run(session(corpus, tmp / "idx", picks, args.saves, env))
+                got = asyncio.run(
+                    session(
+                        corpus, tmp / "idx", picks, args.saves, env, not args.no_open
+                    )
+                )
                 results[name].append(got)
                 print(
                     f"{name}: settled {got['steps']['settled']['VmRSS']:.1f} MB, "
