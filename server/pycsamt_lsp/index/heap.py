@@ -19,7 +19,6 @@ process has nothing to gain.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import logging
 import sys
@@ -62,13 +61,22 @@ def freeze() -> None:
     gc.freeze()
 
 
+def _libc_name() -> str:
+    """The C library's file name. ``ctypes.util`` is imported here: it
+    imports ``subprocess``, ~10 ms of every process that only loads an index
+    (warm start, issue 18)."""
+    import ctypes.util
+
+    return ctypes.util.find_library("c") or "libc.so.6"
+
+
 @cache
 def _malloc_trim():
     """glibc's ``malloc_trim`` or None (musl, macOS, Windows)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(_libc_name())
         trim = libc.malloc_trim
     except (OSError, AttributeError):
         return None
@@ -99,7 +107,7 @@ def tune_malloc(mmap_threshold: int = 1 << 20, arena_max: int = 2) -> bool:
     if trim is None:
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(_libc_name())
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
