@@ -160,6 +160,8 @@ async def session(
         code = "import pycsamt\nfrom pycsamt.utils.funcutils import nope_fn\n"
         c.open(script, code)
         await asyncio.wait_for(c.diags.get(), 120)
+        # the package model loaded for sure (it may load lazily after start)
+        await c.command("pycsamt.validate", {"code": code})
         await _drain(c.diags, 1.0)
         steps["settled"] = c.memory()
         largest = root / picks[0]
