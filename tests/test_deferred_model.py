@@ -21,7 +21,7 @@ import pytest
 
 from pycsamt_lsp.analysis.validate import validate_generated_code
 from pycsamt_lsp.corpus.profile import profile_from_dict
-from pycsamt_lsp.model.deferred import DeferredModuleInfo
+from pycsamt_lsp.model.deferred import DeferredModuleInfo, HeadModuleInfo
 from pycsamt_lsp.model.facts import MODEL_VERSION
 from pycsamt_lsp.model.package import PackageModel
 from pycsamt_lsp.model.state import MODEL_FILE
@@ -182,9 +182,25 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
     ws = built_model(root, tmp_path / "idx")
     doc = json.loads((tmp_path / "idx" / MODEL_FILE).read_text())
     assert doc["model"]["model_version"] == MODEL_VERSION
-    recorded = {r for r, d in doc["model"]["files"].items() if "deferred" in d}
-    # tests and private modules: the suggestion index never reads them (the
-    # excluded public modules it reads are parsed by the build)
+    files = doc["model"]["files"]
+    # the excluded public modules the suggestion index reads: what they bind
+    # is extracted by the build, their defs and classes parsed when used
+    # (broken.py does not parse: modelled whole)
+    assert {r for r, d in files.items() if "head" in d} == {
+        "geo/app/__init__.py",
+        "geo/app/tools.py",
+        "geo/app/star.py",
+        "geo/app/nested/__init__.py",
+        "geo/app/nested/deep.py",
+        "geo/app/opened.py",
+        "geo/app/dyn.py",
+        "geo/app/reg.py",
+    }
+    assert files["geo/app/dyn.py"]["head"]["injects"] == ["injected_name"]
+    assert "functions" not in files["geo/app/tools.py"]
+    recorded = {r for r, d in files.items() if "deferred" in d and "head" not in d}
+    # tests and private modules: the suggestion index never reads them, and
+    # nothing in their text can register or inject a name: not parsed
     assert recorded == {
         "geo/app/_private.py",
         "geo/app/_broken.py",
@@ -200,7 +216,7 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
     for rel in recorded:  # the record carries the hash of the bytes listed
         assert doc["model"]["files"][rel]["deferred"] == doc["shas"][rel]
     model = ws.model  # loaded from the persisted file, as a CLI or server does
-    lazy = deferred_of(model)
+    lazy = {r: i for r, i in deferred_of(model).items() if r in recorded}
     assert set(lazy) == recorded
     assert not any(i.materialised for i in lazy.values())
     # the module table and the package-wide scans read none of them
@@ -213,6 +229,15 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
         "geo/tests/__init__.py",
         "geo/tests/test_shift.py",
     ]
+    # a head-only module answers for its names without a parse; its defs
+    # and classes are parsed when first read
+    tools = deferred_of(model)["geo/app/tools.py"]
+    assert isinstance(tools, HeadModuleInfo)
+    assert model.resolve("geo.app.tools.helper").status == "exists"
+    assert model.resolve("geo.app.tools.nothing").status == "absent"
+    assert not tools.materialised
+    assert model.members("geo.app.tools.Tool") == [("use", "method")]
+    assert tools.materialised
     # suggestions never read them
     assert model.suggest("helpr") == ["geo.helper"]
     assert "geo.tests.test_shift.test_correct" not in model.suggest("test_corect")
@@ -350,9 +375,11 @@ def sdist_models(real_corpus: Path, pycsamt_profile, tmp_path_factory):
 def test_sdist_defers_only_what_suggestions_never_read(sdist_models) -> None:
     deferred, _ = sdist_models
     later = deferred_of(deferred)
-    assert later and all(r.rpartition("/")[2].startswith("_") for r in later)
-    deferred.suggest("static_shift")  # the first suggestion parses none
-    assert not any(i.materialised for i in later.values())
+    full = {r for r, i in later.items() if not isinstance(i, HeadModuleInfo)}
+    assert len(later) - len(full) > 250  # the UI glue: names only
+    assert full and all(r.rpartition("/")[2].startswith("_") for r in full)
+    deferred.suggest("static_shift")  # the first suggestion parses none of these
+    assert not any(later[r].materialised for r in full)
 
 
 @pytest.mark.corpus

@@ -49,7 +49,7 @@ from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular
 from pycsamt_lsp.corpus.testfiles import is_test_module
 from pycsamt_lsp.model.extract import ModuleInfo, module_info_from_bytes
 
-__all__ = ["DeferredModuleInfo", "deferrable"]
+__all__ = ["DeferredModuleInfo", "HeadModuleInfo", "deferrable", "record_of"]
 
 log = logging.getLogger(__name__)
 
@@ -306,4 +306,90 @@ for _name in _LAZY_FIELDS:
     setattr(DeferredModuleInfo, _name, _lazy_property(_name))
 for _name in _EMPTY_FIELDS:
     setattr(DeferredModuleInfo, _name, _known_property(_name))
+
+#: What :class:`HeadModuleInfo` keeps from the build: all but these.
+_HEAVY_FIELDS = ("doc", "functions", "classes")
+_HEAD_FIELDS = tuple(
+    n for n in _ALL_FIELDS if n not in _PATH_FIELDS and n not in _HEAVY_FIELDS
+)
+
+
+class HeadModuleInfo(DeferredModuleInfo):
+    """A module the index leaves out whose names the suggestion index reads
+    (UI glue): the build extracts what it binds and exports
+    (:func:`~pycsamt_lsp.model.extract.module_head`, one parse, no def or
+    class facts) and its ``doc``, ``functions`` and ``classes`` are parsed
+    from the file on first read, as :class:`DeferredModuleInfo` does."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of_head(
+        cls, head: ModuleInfo, *, sha: str, root: Path | None
+    ) -> HeadModuleInfo:
+        """*head*'s bound names and exports (its defs and classes are
+        placeholders, dropped), the rest read from *root* when used."""
+        info = cls.of(
+            name=head.name, rel=head.rel, is_package=head.is_package, sha=sha, root=root
+        )
+        assert isinstance(info, HeadModuleInfo)
+        for n in _HEAD_FIELDS:
+            _SLOT[n].__set__(info, getattr(head, n))
+        return info
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any], root: Path | None) -> DeferredModuleInfo:
+        """The inverse of :meth:`to_dict`."""
+        head = ModuleInfo.from_dict(
+            {
+                **d["head"],
+                "name": d["name"],
+                "rel": d["rel"],
+                "is_package": d["is_package"],
+                "kind": d["kind"],
+                "doc": None,
+                "functions": {},
+                "classes": {},
+            }
+        )
+        sha = d["deferred"]
+        if not isinstance(sha, str):
+            raise TypeError(f"package model: {d.get('rel')!r} deferred is not a hash")
+        return cls.of_head(head, sha=sha, root=root)
+
+    def binds(self, name: str) -> bool:
+        """``name in self.bindings`` (known: no parse, no read)."""
+        return name in self.bindings
+
+    def to_dict(self) -> dict[str, Any]:
+        """The deferred record with the head the build extracted."""
+        d = super().to_dict()
+        full = ModuleInfo.to_dict(self._head_view())
+        d["head"] = {n: full[n] for n in _HEAD_FIELDS}
+        return d
+
+    def _head_view(self) -> ModuleInfo:
+        """A plain ModuleInfo of the head fields (never parses)."""
+        return ModuleInfo(
+            name=self.name,
+            rel=self.rel,
+            is_package=self.is_package,
+            kind=self.kind,
+            **{n: _SLOT[n].__get__(self, ModuleInfo) for n in _HEAD_FIELDS},
+        )
+
+    def __repr__(self) -> str:
+        state = "parsed" if self._ready else "head only"
+        return f"HeadModuleInfo({self.name!r}, {self.rel!r}, {state})"
+
+
+for _name in _HEAD_FIELDS:
+    setattr(HeadModuleInfo, _name, _known_property(_name))
 del _name
+
+
+def record_of(d: dict[str, Any], root: Path | None) -> DeferredModuleInfo:
+    """A persisted deferred record (``"deferred"`` in it) as its module."""
+    if "head" in d:
+        return HeadModuleInfo.from_record(d, root)
+    return DeferredModuleInfo.from_record(d, root)

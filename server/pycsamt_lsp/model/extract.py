@@ -290,7 +290,11 @@ class _ModuleExtractor(_DynamicScans):
         is_package: bool,
         kind: str,
         source: bytes | str | None,
+        heads_only: bool = False,
     ) -> None:
+        #: only what a module binds and exports (:func:`module_head`): defs
+        #: and classes are recorded by name, their facts not extracted
+        self.heads_only = heads_only
         self.tree = tree
         self.src = _Src(source) if source is not None else None
         self.raw = source
@@ -303,7 +307,8 @@ class _ModuleExtractor(_DynamicScans):
 
     def run(self) -> ModuleInfo:
         info = self.info
-        info.doc = _doc(self.tree)
+        if not self.heads_only:
+            info.doc = _doc(self.tree)
         self._stmts(self.tree.body, False, {})
         self._scan_globals()
         self._scan_injects()
@@ -342,13 +347,21 @@ class _ModuleExtractor(_DynamicScans):
         info = self.info
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self._bind(st.name, st.lineno, "function", cond)
-            info.functions[st.name] = self._function(st)
+            info.functions[st.name] = (
+                FunctionInfo(st.name, st.lineno, st.lineno, [])
+                if self.heads_only
+                else self._function(st)
+            )
             info.classes.pop(st.name, None)
             if st.name == "__getattr__":
                 self.getattr_node = st
         elif isinstance(st, ast.ClassDef):
             self._bind(st.name, st.lineno, "class", cond)
-            info.classes[st.name] = self._class(st)
+            info.classes[st.name] = (
+                ClassInfo(st.name, st.lineno, st.lineno)
+                if self.heads_only
+                else self._class(st)
+            )
             info.functions.pop(st.name, None)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
@@ -849,6 +862,28 @@ def _extract_files(root: str, package: str, rels: list[str]) -> list[ModuleInfo]
             continue
         out.append(module_info_from_bytes(data, dotted, rel, is_pkg, kind, Path(root)))
     return out
+
+
+def module_head(
+    data: bytes, name: str, rel: str, is_package: bool
+) -> ModuleInfo | None:
+    """What a plain source module binds and exports (every field of its
+    :class:`ModuleInfo` but ``doc``, ``functions`` and ``classes``, which
+    hold placeholders), from one parse; None when it does not parse (the
+    caller models it whole: there is nothing more to read later).
+
+    The fields it fills never depend on what a def or class holds, only on
+    their names (the extractor's one pass reads nothing else of them), so
+    they equal a full extraction's; about half of extracting a module is
+    its defs and classes."""
+    with paused_gc():
+        try:
+            tree = ast.parse(data, filename=rel, type_comments=False)
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        return _ModuleExtractor(
+            tree, name, rel, is_package, "source", data, heads_only=True
+        ).run()
 
 
 _MESON_EXT_RE = re.compile(r"extension_module\(\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")

@@ -37,7 +37,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from pycsamt_lsp.model.deferred import DeferredModuleInfo
+from pycsamt_lsp.model.deferred import record_of
 from pycsamt_lsp.model.extract import ModuleInfo
 from pycsamt_lsp.model.facts import MODEL_VERSION, ClassInfo, FunctionInfo
 
@@ -330,7 +330,7 @@ def read_persisted(
                     if not isinstance(d, dict):
                         raise TypeError(f"package model: {rel!r} is not an object")
                     if "deferred" in d:  # listed, parsed from root when used
-                        files[rel] = DeferredModuleInfo.from_record(d, root)
+                        files[rel] = record_of(d, root)
                         continue
                     head = ModuleInfo.from_dict(
                         {**d, "doc": None, "functions": {}, "classes": {}}

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from pycsamt_lsp.corpus.testfiles import is_test_module
-from pycsamt_lsp.model.deferred import DeferredModuleInfo
+from pycsamt_lsp.model.deferred import DeferredModuleInfo, HeadModuleInfo, record_of
 from pycsamt_lsp.model.extract import (
     ModuleInfo,
     _extract_files,
@@ -342,11 +342,7 @@ class PackageModel(_MembersBase):
             )
         model = cls(d["package"], root)
         model._files = {
-            rel: (
-                DeferredModuleInfo.from_record(v, root)
-                if "deferred" in v
-                else ModuleInfo.from_dict(v)
-            )
+            rel: (record_of(v, root) if "deferred" in v else ModuleInfo.from_dict(v))
             for rel, v in d["files"].items()
         }
         model._dirs = set(d["dirs"])
@@ -367,6 +363,7 @@ class PackageModel(_MembersBase):
         made ready for editing does not: ``model.deferred``)."""
         return any(
             isinstance(info, DeferredModuleInfo)
+            and not isinstance(info, HeadModuleInfo)  # names known
             and not info.materialised
             and not is_test_module(info.name)
             and not any(p.startswith("_") for p in info.name.split("."))

@@ -26,7 +26,8 @@ from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen, shown
 from pycsamt_lsp.index import heap
 from pycsamt_lsp.index.tokenize import term_counts
-from pycsamt_lsp.model.deferred import DeferredModuleInfo, deferrable
+from pycsamt_lsp.model.deferred import DeferredModuleInfo, HeadModuleInfo, deferrable
+from pycsamt_lsp.model.extract import module_head
 from pycsamt_lsp.model.package import (
     ModuleInfo,
     PackageModel,
@@ -266,18 +267,21 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
 def deferred_info(
     rel: str, data: bytes, package: str, root: Path | None, sha: str | None = None
 ) -> DeferredModuleInfo | None:
-    """A module file the index leaves out, as a deferred module (not parsed:
-    :mod:`pycsamt_lsp.model.deferred`), or None when it must be parsed now."""
+    """A module file the index leaves out, as a deferred module (not parsed,
+    or only what it binds and exports extracted: :mod:`pycsamt_lsp.model.deferred`),
+    or None when it must be modelled whole now."""
     meta = module_name_for(rel, package)
-    if meta is None or not deferrable(meta[0], meta[2], data):
+    if meta is None or meta[2] != "source":
         return None
-    return DeferredModuleInfo.of(
-        name=meta[0],
-        rel=rel,
-        is_package=meta[1],
-        sha=sha if sha is not None else sha_hex(data),
-        root=root,
-    )
+    sha = sha if sha is not None else sha_hex(data)
+    if deferrable(meta[0], meta[2], data):
+        return DeferredModuleInfo.of(
+            name=meta[0], rel=rel, is_package=meta[1], sha=sha, root=root
+        )
+    head = module_head(data, meta[0], rel, meta[1])  # its names are read
+    if head is None:  # does not parse: modelled whole (nothing more to read)
+        return None
+    return HeadModuleInfo.of_head(head, sha=sha, root=root)
 
 
 def _record(rel: str, d: dict[str, Any]) -> bytes:
