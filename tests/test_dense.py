@@ -264,8 +264,21 @@ def test_refresh_embeddings_after_an_edit(ws):
         ws, load_store(ws.index_dir), HashingBackend().embed(["strike"]), 50
     )
     assert all(not cid.startswith("pkg/phase.py") for cid, _ in stale)
-    report = refresh_embeddings(ws)
+    made: list[str] = []
+    real = dense.store.embed_text
+
+    def counting(chunk, recipe="head"):
+        made.append(chunk.source_path)
+        return real(chunk, recipe)
+
+    dense.store.embed_text = counting
+    try:
+        report = refresh_embeddings(ws)
+    finally:
+        dense.store.embed_text = real
     assert report["embedded"] == 1 and report["reused"] == ws.snapshot.n_chunks - 1
+    # only the changed file's chunks had their texts made again
+    assert made and set(made) == {"pkg/phase.py"}
     fresh = dense_ranking(
         ws, load_store(ws.index_dir), HashingBackend().embed(["strike"]), 50
     )

@@ -295,8 +295,12 @@ def build_embeddings(
     recipe: str = TEXT_RECIPE,
     group: int = EMBED_GROUP,
     progress: Callable[[int, str], None] | None = None,
+    unchanged_files: bool = False,
 ) -> dict[str, Any]:
     """Embed every live chunk of ``ws.snapshot`` and write ``embeddings.npz``.
+
+    *unchanged_files* (a refresh): a chunk whose id and file hash match a
+    stored row keeps that row without its text being made again.
 
     Only texts not embedded before (same model, same recipe, same text
     hash) are sent to the backend, each distinct text once; the rest is
@@ -324,14 +328,32 @@ def build_embeddings(
     tshas: list[str] = []
     reuse: dict[int, int] = {}
     todo: dict[str, tuple[str, list[int]]] = {}  # text sha -> (text, positions)
+    # unchanged files: same chunk id and file hash as a stored row means the
+    # same chunk, so its text hash and vector are taken as they are (what
+    # query-time freshness trusts too); only chunks of changed files are
+    # materialised and their texts made (~0.3 s of a save on the sdist)
+    same_file = prev.row_of() if unchanged_files and prev is not None else {}
+    prev_tsha = (prev.text_sha or []) if prev is not None else []
     for slot in snap.alive_slots():
         cid, rel = table.ids[slot], table.paths[slot]
-        text = embed_text(table.get(slot), recipe)
-        key = text_sha(text)
+        fsha = snap.files[rel][0] if rel in snap.files else ""
         pos = len(ids)
         ids.append(cid)
         paths.append(rel)
-        shas.append(snap.files[rel][0] if rel in snap.files else "")
+        shas.append(fsha)
+        kept = same_file.get(cid)
+        if (
+            kept is not None
+            and prev is not None
+            and prev.file_sha[kept] == fsha
+            and kept < len(prev_tsha)
+            and prev_tsha[kept]
+        ):
+            tshas.append(prev_tsha[kept])
+            reuse[pos] = kept
+            continue
+        text = embed_text(table.get(slot), recipe)
+        key = text_sha(text)
         tshas.append(key)
         row = prev_rows.get(key)
         if row is not None:
@@ -444,4 +466,6 @@ def refresh_embeddings(
         from pycsamt_lsp.search.dense.backends import MiniLMBackend
 
         backend = MiniLMBackend(max_len=int(cap))  # the stored vectors' cap
-    return build_embeddings(ws, backend, recipe=recipe, progress=progress)
+    return build_embeddings(
+        ws, backend, recipe=recipe, progress=progress, unchanged_files=True
+    )
