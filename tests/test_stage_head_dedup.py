@@ -22,7 +22,13 @@ from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.dedup import BodyCache, copies, header_text
 from pycsamt_lsp.search.fields import CODE_KINDS as CODE
-from pycsamt_lsp.search.head import HeadCache, _raw_head, first_sentence, head_text
+from pycsamt_lsp.search.head import (
+    HeadCache,
+    _raw_head,
+    first_sentence,
+    fold,
+    head_text,
+)
 from pycsamt_lsp.search.retrieval import RankAux, search
 from pycsamt_lsp.search.stages import OFF_BY_DEFAULT, STAGES
 from pycsamt_lsp.workspace.facade import Workspace
@@ -411,7 +417,7 @@ def test_a_stored_chunks_head_is_read_from_a_prefix_of_its_line(ws):
     for slot in code_slots:
         c = t.get(slot)
         assert cache.head(snap, slot) == frozenset(
-            tokenize(head_text(c.kind, c.metadata, c.text))
+            map(fold, tokenize(head_text(c.kind, c.metadata, c.text)))
         )
 
 
@@ -463,3 +469,17 @@ def test_the_ablation_lists_both_stages(ablation_rows):
         label = f"+{name}" if name in OFF_BY_DEFAULT else name
         assert label in ablation_rows, sorted(ablation_rows)
     assert np.isfinite(ablation_rows["baseline"]["metrics"]["mrr_at_k"])
+
+
+def test_head_terms_match_across_singular_and_plural():
+    """A head that says "Site objects" answers "a Sites object" as well as a
+    head that says "sites" does: the fold takes a plural s off both sides
+    (without it a writer of sites outranked the Sites class on a bundled
+    loading question), and leaves words such as "class" or "status" alone."""
+    assert [fold(t) for t in ("sites", "objects", "class", "status", "gis")] == [
+        "site",
+        "object",
+        "class",
+        "status",
+        "gis",
+    ]

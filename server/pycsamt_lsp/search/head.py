@@ -68,6 +68,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _CODE_KINDS = ("python_symbol", "python_method")
 
 
+def fold(term: str) -> str:
+    """*term* without a plural ``s`` (``sites`` -> ``site``, not ``class``).
+
+    A head is one sentence, so an exact-word test misses the singular/plural
+    pair that says the same thing ("a Sites object" vs "Site objects"): on
+    the bundled loading question the Sites class lost its first place to a
+    writer whose head said "sites" and "directory".
+    """
+    if len(term) > 3 and term[-1] == "s" and term[-2] not in "su":
+        return term[:-1]
+    return term
+
+
 def first_sentence(doc: str) -> str:
     """The first sentence of the first paragraph of *doc* (whitespace joined)."""
     doc = (doc or "").strip()
@@ -175,7 +188,7 @@ class HeadCache:
                         text = head_text(c.kind, c.metadata, c.text)
                 except (KeyError, OSError, ValueError):
                     text = ""
-            got = frozenset(tokenize(text))
+            got = frozenset(map(fold, tokenize(text)))
             self.reads += 1
             self.terms[slot] = got
         return got
@@ -206,9 +219,16 @@ def head_scores(
     if not terms:
         return out
     idf = bm.idf(np.fromiter(terms.values(), np.int64, len(terms))).tolist()
-    weights = list(zip(terms, idf, strict=True))
+    # a query term matches a head term of the same fold (sites ~ site); a
+    # fold two query terms share counts once, with the larger idf
+    best: dict[str, float] = {}
+    for t, w in zip(terms, idf, strict=True):
+        f = fold(t)
+        if w > best.get(f, -1.0):
+            best[f] = w
+    weights = list(best.items())
     known = cache.terms
-    wanted = terms.keys()
+    wanted = best.keys()
     for i, slot in enumerate(slots):
         head = known.get(slot)
         if head is None:
