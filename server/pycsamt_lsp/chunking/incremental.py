@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import threading
 from collections import OrderedDict
+from functools import cache
 
 from pycsamt_lsp.index.heap import paused_gc
 
@@ -201,20 +202,16 @@ _NOT_NODES = frozenset(
         "end_col_offset",
     )
 )
-#: per node class: (has line numbers, the fields that may hold nodes)
-_SPECS: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
 
+@cache
 def _spec(cls: type) -> tuple[bool, tuple[str, ...]]:
-    got = _SPECS.get(cls)
-    if got is None:
-        if issubclass(cls, ast.AST):
-            fields = tuple(f for f in cls._fields if f not in _NOT_NODES)
-            got = ("lineno" in cls._attributes, fields)
-        else:  # a str of Global.names, a None of Dict.keys, a constant
-            got = (False, ())
-        _SPECS[cls] = got
-    return got
+    """Per node class: (has line numbers, the fields that may hold nodes)."""
+    if issubclass(cls, ast.AST):
+        return "lineno" in cls._attributes, tuple(
+            f for f in cls._fields if f not in _NOT_NODES
+        )
+    return False, ()  # a str of Global.names, a None of Dict.keys, a constant
 
 
 def _shift(nodes: list[ast.stmt], delta: int) -> None:
@@ -222,12 +219,10 @@ def _shift(nodes: list[ast.stmt], delta: int) -> None:
     and looking only into the fields of each node class that can hold nodes
     (a table per class; 3-4x faster than testing every field's value)."""
     stack: list[object] = list(nodes)
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    specs = _SPECS
+    pop, push, extend, spec_of = stack.pop, stack.append, stack.extend, _spec
     while stack:
         node = pop()
-        cls = node.__class__
-        spec = specs.get(cls) or _spec(cls)
+        spec = spec_of(node.__class__)
         if spec[0]:
             node.lineno += delta  # type: ignore[attr-defined]
             end = node.end_lineno  # type: ignore[attr-defined]

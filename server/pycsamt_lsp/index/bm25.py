@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import threading
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -104,46 +103,31 @@ def _csc(
     return ptr, docs[order], tfs[order]
 
 
-#: how much of each grow-only row buffer is handed out (:func:`_appended`):
-#: ``id(buffer) -> (weak reference to it, length)``, dropped with the buffer
-_FILLED: dict[int, tuple[weakref.ref, int]] = {}
+#: one append into a row buffer at a time (:func:`_appended`)
 _FILL_LOCK = threading.Lock()
 
 
-def _filled(buf: np.ndarray) -> int | None:
-    got = _FILLED.get(id(buf))
-    return got[1] if got is not None and got[0]() is buf else None
+class _RowBuffer(np.ndarray):
+    """The memory of a grow-only row array (:func:`_appended`); ``filled``
+    is the length of the longest view of it handed out."""
 
-
-def _set_filled(buf: np.ndarray, n: int) -> None:
-    key = id(buf)
-    got = _FILLED.get(key)
-    if got is not None and got[0]() is buf:
-        _FILLED[key] = (got[0], n)
-        return
-
-    def gone(ref: weakref.ref, key: int = key) -> None:
-        if _FILLED.get(key, (None,))[0] is ref:
-            del _FILLED[key]
-
-    _FILLED[key] = (weakref.ref(buf, gone), n)
+    filled: int = 0
 
 
 def _appended(old: np.ndarray, add: np.ndarray) -> np.ndarray:
     """``np.concatenate((old, add))`` without copying *old* again and again.
 
     The row-wise term arrays (~2 MB each on the sdist) were copied whole by
-    every update; a save adds a few thousand entries. The result is a view
-    of a buffer with spare room: the next append writes into that room when
-    *old* is the longest view handed out of it (no newer index was made from
-    it), else it copies. Views already handed out never change, so indexes
-    stay immutable for their readers.
+    every update; a save adds a few thousand entries. The result is a plain
+    array over a buffer with spare room: the next append writes into that
+    room when *old* is the longest view handed out of it (no newer index
+    was made from it), else it copies. Views already handed out never
+    change, so indexes stay immutable for their readers.
     """
     m = len(add)
     buf = old.base
     if (
-        isinstance(buf, np.ndarray)
-        and buf.ndim == 1
+        isinstance(buf, _RowBuffer)
         and buf.dtype == old.dtype
         and old.ndim == 1
         and old.strides == buf.strides
@@ -151,17 +135,16 @@ def _appended(old: np.ndarray, add: np.ndarray) -> np.ndarray:
     ):
         with _FILL_LOCK:
             n = len(old)
-            if _filled(buf) == n and n + m <= len(buf):
+            if buf.filled == n and n + m <= len(buf):
                 buf[n : n + m] = add
-                _set_filled(buf, n + m)
-                return buf[: n + m]
+                buf.filled = n + m
+                return np.ndarray((n + m,), old.dtype, buffer=buf)
     n = len(old)
-    buf = np.empty(n + m + max(m, (n + m) // 8), old.dtype)  # ~12% room
+    buf = _RowBuffer(shape=(n + m + max(m, (n + m) // 8),), dtype=old.dtype)
     buf[:n] = old
     buf[n : n + m] = add
-    with _FILL_LOCK:
-        _set_filled(buf, n + m)
-    return buf[: n + m]
+    buf.filled = n + m  # ~12% room left
+    return np.ndarray((n + m,), old.dtype, buffer=buf)
 
 
 def _doc_len(doc_ptr: np.ndarray, doc_tfs: np.ndarray) -> np.ndarray:
