@@ -70,6 +70,11 @@ async def test_a_save_re_embeds_the_changed_chunk(
     q = {"query": "phase tensor strike", "k": 5, "dense": True}
     res = await command(client, "pycsamt.query", q)
     assert field(res, "retrieval") == "dense+bm25"
+    # the setting is every query's default: the palette sends no "dense"
+    res = await command(client, "pycsamt.query", {"query": "phase tensor strike"})
+    assert field(res, "retrieval") == "dense+bm25"
+    res = await command(client, "pycsamt.query", {**q, "dense": False})
+    assert "retrieval" not in res and field(res, "results")  # BM25 alone
     assert not _embed_tokens(client)  # vectors current at start: no job
 
     phase = root / "pkg" / "phase.py"
@@ -143,6 +148,8 @@ async def test_dense_off_never_embeds(client: LanguageClient, tmp_path: Path):
         )
     )
     await wait_for(lambda: _state(client) in ("ready", "error"))
+    res = await command(client, "pycsamt.query", {"query": "phase tensor strike"})
+    assert "retrieval" not in res and field(res, "results")  # the setting is off
     stats0 = await command(client, "pycsamt.stats", {})
     phase = root / "pkg" / "phase.py"
     phase.write_text(phase.read_text() + "\n\ndef extra():\n    return 1\n")

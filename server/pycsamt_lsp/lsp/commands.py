@@ -31,6 +31,11 @@ __all__ = ["register"]
 log = logging.getLogger("pycsamt_lsp")
 
 
+def _given(args: tuple[Any, ...], key: str) -> bool:
+    """Whether the command's one argument object names *key* itself."""
+    return len(args) == 1 and isinstance(args[0], dict) and key in args[0]
+
+
 def _make_command(cmd: Command):
     name = cmd.name
 
@@ -40,6 +45,10 @@ def _make_command(cmd: Command):
         server: PycsamtServer = ls  # type: ignore[assignment]
         try:
             parsed = parse_args(cmd.args, list(args))
+            if name == "pycsamt.query" and not _given(args, "dense"):
+                # the ``dense`` setting is the default of every query the
+                # client sends (the palette's, an editor's), not only ask's
+                parsed.dense = server.settings.dense
             if name == "pycsamt.rebuild":
                 ws = await server.workspace_ready()
                 result = await indexing.run_with_progress(
