@@ -222,7 +222,7 @@ def _shift(nodes: list[ast.stmt], delta: int) -> None:
     pop, push, extend, spec_of = stack.pop, stack.append, stack.extend, _spec
     while stack:
         node = pop()
-        spec = spec_of(node.__class__)
+        spec = spec_of(node.__class__)  # type: ignore[arg-type]
         if spec[0]:
             node.lineno += delta  # type: ignore[attr-defined]
             end = node.end_lineno  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -380,11 +380,13 @@ class BM25Index:
                         self._cached[0] = 0
                     cache[terms[i]] = row
                     self._cached[0] += size
-        parts = [r[0] for r in rows if len(r[0])] + [r[2] for r in rows if len(r[2])]
+        full = cast("list[tuple[np.ndarray, ...]]", rows)  # every row filled
+        parts = [r[0] for r in full if len(r[0])] + [r[2] for r in full if len(r[2])]
+        out: np.ndarray
         if not parts:
             out = np.zeros(self.n_slots, np.float64)
         else:
-            ws = [r[1] for r in rows if len(r[0])] + [r[3] for r in rows if len(r[2])]
+            ws = [r[1] for r in full if len(r[0])] + [r[3] for r in full if len(r[2])]
             d = np.concatenate(parts) if len(parts) > 1 else parts[0]
             w = np.concatenate(ws) if len(ws) > 1 else ws[0]
             out = np.bincount(d, weights=w, minlength=self.n_slots)  # 0 + x: same

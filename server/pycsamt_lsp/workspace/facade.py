@@ -1276,7 +1276,7 @@ class Workspace:
             "persisted": not (st.dirty or self.package_model.dirty),
             # parse trees kept for the next save (prime_tree); read without
             # making the cache, which a query process never needs
-            "parse_trees_kept": len(t) if (t := vars(self).get("_trees")) else 0,
+            "parse_trees_kept": len(tc) if (tc := vars(self).get("_trees")) else 0,
             "model_modules": len(pm.modules) if (pm := self._held_model()) else None,
             "created": st.manifest.get("created"),
             "tool_version": __version__,
