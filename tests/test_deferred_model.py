@@ -469,3 +469,29 @@ def test_binds_answers_as_the_parsed_bindings(tmp_path: Path) -> None:
     computed = later["geo/tests/test_computed.py"]
     computed.binds("make_beta")
     assert computed.materialised  # globals() writes: only a parse can say
+
+
+@pytest.mark.parametrize(
+    "declared", [b"# -*- coding: latin-1 -*-\n", b"# vim: set fileencoding=utf-8 :\n"]
+)
+def test_binds_of_a_non_ascii_file_with_a_coding_line(tmp_path: Path, declared):
+    """A non-ASCII file that declares its encoding: ``binds`` answers as the
+    parsed bindings do (the declared name was compared as bytes to str and
+    raised before)."""
+    import hashlib
+
+    body = "caf\u00e9 = 'cr\u00e8me'\n\ndef r\u00e9sum\u00e9():\n    return 1\n"
+    enc = "latin-1" if b"latin" in declared else "utf-8"
+    data = declared + body.encode(enc)
+    (tmp_path / "geo" / "tests").mkdir(parents=True)
+    (tmp_path / "geo" / "tests" / "test_enc.py").write_bytes(data)
+    info = DeferredModuleInfo.of(
+        name="geo.tests.test_enc",
+        rel="geo/tests/test_enc.py",
+        is_package=False,
+        sha=hashlib.sha256(data).hexdigest(),
+        root=tmp_path,
+    )
+    answers = {n: info.binds(n) for n in ("caf\u00e9", "r\u00e9sum\u00e9", "absent")}
+    assert answers == {n: n in info.bindings for n in answers}
+    assert answers["absent"] is False and answers["r\u00e9sum\u00e9"] is True

@@ -43,6 +43,7 @@ import threading
 import unicodedata
 from dataclasses import fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular
@@ -78,7 +79,8 @@ _ALL_FIELDS = tuple(f.name for f in fields(ModuleInfo))
 _LAZY_FIELDS = tuple(
     n for n in _ALL_FIELDS if n not in _PATH_FIELDS and n not in _EMPTY_FIELDS
 )
-_SLOT = {n: ModuleInfo.__dict__[n] for n in _ALL_FIELDS}
+#: each field's slot descriptor of ModuleInfo (read-only: a shared table)
+_SLOT = MappingProxyType({n: ModuleInfo.__dict__[n] for n in _ALL_FIELDS})
 
 #: One lock for every deferred module's first parse: parses are rare and
 #: short, and one lock per module would cost a lock object each.
@@ -114,6 +116,7 @@ class DeferredModuleInfo(ModuleInfo):
 
     __slots__ = ("_binds", "_ready", "_root", "_sha")
 
+    _binds: dict[str, bool]
     _root: Path | None
     _sha: str
     _ready: bool
@@ -202,7 +205,8 @@ class DeferredModuleInfo(ModuleInfo):
         # identifiers are NFKC-normalised ("\ufb01le" binds "file"): look in
         # the normalised text; a file in another declared encoding is parsed
         m = _CODING.match(data)
-        if m and m.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
+        declared = m.group(1).decode("ascii").lower().replace("_", "-") if m else ""
+        if m and declared not in ("utf-8", "utf8"):
             return True
         text = unicodedata.normalize("NFKC", data.decode("utf-8", "replace"))
         return name in text
