@@ -27,6 +27,7 @@ from pycsamt_lsp.search.head import (
     _raw_head,
     first_sentence,
     fold,
+    head_scores,
     head_text,
 )
 from pycsamt_lsp.search.retrieval import RankAux, search
@@ -483,3 +484,21 @@ def test_head_terms_match_across_singular_and_plural():
         "status",
         "gis",
     ]
+
+
+def test_head_term_weights_are_kept_per_index(ws):
+    """The (fold, idf) of each query term is computed once per index: a warm
+    cache scores as a fresh one, an unknown term is remembered as such, and a
+    save's updated index starts a new cache (its df changed)."""
+    snap = ws.require_published().snapshot
+    slots = [i for i, k in enumerate(snap.table.kinds) if k in CODE]
+    tokens = ["cells", "grid", "resistivity", "nosuchterm", "cells"]
+    warm = HeadCache()
+    first = head_scores(snap, warm, tokens, slots)
+    assert warm.weights["nosuchterm"] is None
+    assert warm.weights["cells"] is not None and warm.weights["cells"][0] == "cell"
+    assert first.any()
+    assert (head_scores(snap, warm, tokens, slots) == first).all()
+    assert (head_scores(snap, HeadCache(), tokens, slots) == first).all()
+    carried = warm.carried(snap.bm25.alive, len(snap.bm25.alive))
+    assert carried.weights == {} and carried.terms == warm.terms

@@ -172,6 +172,10 @@ class HeadCache:
 
     terms: dict[int, frozenset[str]] = field(default_factory=dict)
     reads: int = 0
+    #: query term -> (its fold, the index's idf of it), or None for a term
+    #: the index does not hold (live); per cache, so per index: a save's
+    #: update makes a new cache (:meth:`carried`), as the df changed
+    weights: dict[str, tuple[str, float] | None] = field(default_factory=dict)
 
     def head(self, snap: Snapshot, slot: int) -> frozenset[str]:
         """The head terms of *slot* (its chunk read once)."""
@@ -201,6 +205,20 @@ class HeadCache:
         )
 
 
+#: distinct query terms whose (fold, idf) a cache keeps (a vocabulary's worth)
+_TERMS_KEPT = 1 << 16
+_UNSEEN: tuple[str, float] = ("", -1.0)
+
+
+def _term_weight(snap: Snapshot, term: str) -> tuple[str, float] | None:
+    """(fold, idf) of *term* in *snap*'s body index; None when it has none."""
+    bm = snap.bm25
+    tid = bm.vocab.get(term)
+    if tid is None or not bm.df[tid] > 0:
+        return None
+    return fold(term), float(bm.idf(np.array([tid], np.int64))[0])
+
+
 def head_scores(
     snap: Snapshot,
     cache: HeadCache,
@@ -209,28 +227,33 @@ def head_scores(
 ) -> np.ndarray:
     """The head score at each of *slots* for the query *tokens*: the sum of
     the body index's idf over the distinct query terms the head contains."""
-    bm = snap.bm25
     out = np.zeros(len(slots))
-    terms: dict[str, int] = {}  # distinct known live terms, first-seen order
-    for t in tokens:
-        tid = bm.vocab.get(t)
-        if tid is not None and t not in terms and bm.df[tid] > 0:
-            terms[t] = tid
-    if not terms:
-        return out
-    idf = bm.idf(np.fromiter(terms.values(), np.int64, len(terms))).tolist()
     # a query term matches a head term of the same fold (sites ~ site); a
     # fold two query terms share counts once, with the larger idf
     best: dict[str, float] = {}
-    for t, w in zip(terms, idf, strict=True):
-        f = fold(t)
-        if w > best.get(f, -1.0):
-            best[f] = w
+    known_terms = cache.weights
+    seen: set[str] = set()
+    for t in tokens:
+        if t in seen:
+            continue
+        seen.add(t)
+        fw = known_terms.get(t, _UNSEEN)
+        if fw is _UNSEEN:
+            fw = _term_weight(snap, t)
+            if len(known_terms) >= _TERMS_KEPT:
+                known_terms.clear()
+            known_terms[t] = fw
+        if fw is not None:
+            f, w = fw
+            if w > best.get(f, -1.0):
+                best[f] = w
+    if not best:
+        return out
     weights = list(best.items())
-    known = cache.terms
-    wanted = best.keys()
+    known = cache.terms.get
+    wanted = frozenset(best)
     for i, slot in enumerate(slots):
-        head = known.get(slot)
+        head = known(slot)
         if head is None:
             head = cache.head(snap, int(slot))
         # most heads share no query term: one set test, then the sum in
