@@ -15,10 +15,9 @@ a pile of them; vectors of a networked model are never refreshed here.
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
+from pycsamt_lsp.lsp.progress import WorkDone
 
 if TYPE_CHECKING:
     from pycsamt_lsp.lsp.server import PycsamtServer
@@ -43,34 +42,9 @@ async def reembed(ls: PycsamtServer, ws: Workspace) -> dict[str, Any] | None:
     except Exception:  # dense is optional: log it, keep serving
         log.exception("checking the dense vectors failed")
         return None
-    caps = ls.client_capabilities
-    use_progress = bool(caps.window and caps.window.work_done_progress)
-    token = f"pycsamt-embed-{uuid.uuid4().hex[:8]}"
-    progress = ls.work_done_progress
-    if use_progress:
-        try:
-            await progress.create_async(token)
-            progress.begin(
-                token,
-                types.WorkDoneProgressBegin(title=TITLE, percentage=0),
-            )
-        except Exception as exc:  # noqa: BLE001 - progress is a courtesy
-            log.info("client refused progress: %s", exc)
-            use_progress = False
-    loop = ls.loop
-    assert loop is not None
-    last = [-1]
-
-    def report(pct: int, message: str) -> None:
-        if not use_progress or pct == last[0]:
-            return
-        last[0] = pct
-        loop.call_soon_threadsafe(
-            progress.report,
-            token,
-            types.WorkDoneProgressReport(message=message, percentage=pct),
-        )
-
+    work = WorkDone(ls, "pycsamt-embed")
+    await work.open(TITLE)
+    report = work.from_thread()
     summary = "vectors already current"
     result: dict[str, Any] | None = None
     try:
@@ -88,6 +62,5 @@ async def reembed(ls: PycsamtServer, ws: Workspace) -> dict[str, Any] | None:
         summary = f"re-embedding failed: {exc}"
         log.warning("%s (dense retrieval skips the stale vectors)", summary)
     finally:
-        if use_progress:
-            progress.end(token, types.WorkDoneProgressEnd(message=summary))
+        work.end(summary)
     return result

@@ -24,6 +24,7 @@ from pycsamt_lsp.corpus.discovery import discover_root
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.errors import BuildCancelled, CorpusError, ProfileError
 from pycsamt_lsp.lsp import folders
+from pycsamt_lsp.lsp.progress import WorkDone
 from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:
@@ -154,47 +155,19 @@ def configure_ask(ls: PycsamtServer) -> None:
 
 async def run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
     """Run ``work(progress)`` in a worker with work-done progress and state updates."""
-    caps = ls.client_capabilities
-    use_progress = bool(caps.window and caps.window.work_done_progress)
-    token = f"pycsamt-index-{uuid.uuid4().hex[:8]}"
-    progress = ls.work_done_progress
-    if use_progress:
-        try:
-            await progress.create_async(token)
-        except Exception as exc:  # noqa: BLE001 - progress is a courtesy
-            log.info("client refused progress: %s", exc)
-            use_progress = False
+    progress = WorkDone(ls, "pycsamt-index")
+    await progress.open(title, cancellable=False)
     ls.state, ls.percent = ("stale" if ls.ws and ls.ws.snapshot else "building"), 0
-    if use_progress:
-        progress.begin(
-            token,
-            types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False),
-        )
     ls.send_state(title)
-    last = [-1]
-    loop = ls.loop
-    assert loop is not None
 
-    def report(pct: int, message: str) -> None:
-        if pct == last[0]:
-            return
-        last[0] = pct
+    def send(pct: int, message: str) -> None:
+        ls.percent = pct
+        if ls.ws is not None and ls.ws.snapshot is not None and ls.state == "building":
+            ls.state = "stale"
+        progress.report(pct, message)
+        ls.send_state(message)
 
-        def send() -> None:
-            ls.percent = pct
-            if (
-                ls.ws is not None
-                and ls.ws.snapshot is not None
-                and ls.state == "building"
-            ):
-                ls.state = "stale"
-            if use_progress:
-                progress.report(
-                    token, types.WorkDoneProgressReport(message=message, percentage=pct)
-                )
-            ls.send_state(message)
-
-        loop.call_soon_threadsafe(send)
+    report = progress.from_thread(send)
 
     try:
         result = await ls.run_blocking(title, work, report, lane="command")
@@ -206,14 +179,12 @@ async def run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
         raise
     except BuildCancelled:
         log.info("index build cancelled")
-        if use_progress:
-            progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
+        progress.end("cancelled")
         return None
     except Exception as exc:  # reported to the user, server stays up
         log.exception("indexing failed")
         ls.state, ls.index_error = "error", f"indexing failed: {exc}"
-        if use_progress:
-            progress.end(token, types.WorkDoneProgressEnd(message=ls.index_error))
+        progress.end(ls.index_error)
         ls.show(f"pyCSAMT: {ls.index_error}")
         ls.send_state(ls.index_error)
         return None
@@ -224,8 +195,7 @@ async def run_with_progress(ls: PycsamtServer, title: str, work) -> dict | None:
         + (" (built in a separate process)" if result.get("isolated") else "")
     )
     log.info("index %s", summary)
-    if use_progress:
-        progress.end(token, types.WorkDoneProgressEnd(message=summary))
+    progress.end(summary)
     ls.send_state(summary)
     return result
 
