@@ -41,9 +41,12 @@ def _ended(client: LanguageClient) -> list[str]:
     ]
 
 
-async def test_a_save_re_embeds_the_changed_chunk(
-    client: LanguageClient, tmp_path: Path
-):
+async def _start_on_embedded_corpus(
+    client: LanguageClient, tmp_path: Path, **options
+) -> tuple[Path, Path, Path, int, str]:
+    """A persisted fixture index with hashing-backend vectors, and the server
+    started on it with *options*; returns (root, profile, index dir, vectors,
+    the vectors' fingerprint before the server started)."""
     root, idx = tmp_path / "corpus", tmp_path / "idx"
     root.mkdir()
     prof = write_fixture_corpus(root)
@@ -51,6 +54,7 @@ async def test_a_save_re_embeds_the_changed_chunk(
     ws.build()
     ws.persist()
     n = build_embeddings(ws, HashingBackend())["n_vectors"]
+    before = load_store(idx).fingerprint
     await client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),
@@ -59,13 +63,22 @@ async def test_a_save_re_embeds_the_changed_chunk(
                 "profile": str(prof),
                 "indexDir": str(idx),
                 "debounceMs": 50,
-                "dense": True,
+                **options,
             },
             root_uri=root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="c")],
         )
     )
     await wait_for(lambda: _state(client) in ("ready", "error"))
+    return root, prof, idx, n, before
+
+
+async def test_a_save_re_embeds_the_changed_chunk(
+    client: LanguageClient, tmp_path: Path
+):
+    root, prof, idx, n, _ = await _start_on_embedded_corpus(
+        client, tmp_path, dense=True
+    )
     assert _state(client) == "ready", _states(client)
     q = {"query": "phase tensor strike", "k": 5, "dense": True}
     res = await command(client, "pycsamt.query", q)
@@ -126,28 +139,7 @@ async def test_a_save_re_embeds_the_changed_chunk(
 
 
 async def test_dense_off_never_embeds(client: LanguageClient, tmp_path: Path):
-    root, idx = tmp_path / "corpus", tmp_path / "idx"
-    root.mkdir()
-    prof = write_fixture_corpus(root)
-    ws = Workspace(root, load_profile(prof), index_dir=idx)
-    ws.build()
-    ws.persist()
-    build_embeddings(ws, HashingBackend())
-    before = load_store(idx).fingerprint
-    await client.initialize_session(
-        types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={
-                "corpusRoot": str(root),
-                "profile": str(prof),
-                "indexDir": str(idx),
-                "debounceMs": 50,
-            },
-            root_uri=root.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="c")],
-        )
-    )
-    await wait_for(lambda: _state(client) in ("ready", "error"))
+    root, _prof, idx, _n, before = await _start_on_embedded_corpus(client, tmp_path)
     res = await command(client, "pycsamt.query", {"query": "phase tensor strike"})
     assert "retrieval" not in res and field(res, "results")  # the setting is off
     stats0 = await command(client, "pycsamt.stats", {})
