@@ -320,6 +320,24 @@ def test_reembed_is_one_job_that_goes_round_again(ws):
     assert ws.dense.reembed(ws) is None and not ws.dense.stale(ws)
 
 
+def test_a_claim_is_the_one_run_and_a_second_claim_joins_it(ws):
+    """The server claims the run before it shows progress: a second claim
+    while one is held is refused (and makes the holder go round again), and
+    a claim given back without running frees the folder."""
+    build_embeddings(ws, HashingBackend())
+    assert ws.dense.claim()
+    assert not ws.dense.claim()  # joined: no progress of its own
+    assert ws.dense.reembed(ws) is None
+    ws.dense.release()
+    assert ws.dense.claim()
+    phase = ws.root / "pkg" / "phase.py"
+    phase.write_text(phase.read_text() + "\n\ndef claimed():\n    return 1\n")
+    ws.refresh([phase])
+    assert ws.dense.run_claimed(ws)["embedded"] == 1
+    assert ws.dense.claim()  # released by the run
+    ws.dense.release()
+
+
 def test_vectors_of_another_recipe_are_not_reused(ws):
     build_embeddings(ws, HashingBackend(), recipe="full")
     assert load_store(ws.index_dir).recipe == "full"

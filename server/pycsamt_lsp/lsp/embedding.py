@@ -42,14 +42,22 @@ async def reembed(ls: PycsamtServer, ws: Workspace) -> dict[str, Any] | None:
     except Exception:  # dense is optional: log it, keep serving
         log.exception("checking the dense vectors failed")
         return None
+    if not ws.dense.claim():  # on the loop: a run is going, and goes round again
+        return None
+    started = False
+
+    def run(report):
+        nonlocal started
+        started = True
+        return ws.dense.run_claimed(ws, report)
+
     work = WorkDone(ls, "pycsamt-embed")
-    await work.open(TITLE)
-    report = work.from_thread()
     summary = "vectors already current"
     result: dict[str, Any] | None = None
     try:
+        await work.open(TITLE)
         result = await ls.run_blocking(
-            "re-embed", ws.dense.reembed, ws, report, lane="command"
+            "re-embed", run, work.from_thread(), lane="command"
         )
         if result is not None:
             summary = (
@@ -62,5 +70,7 @@ async def reembed(ls: PycsamtServer, ws: Workspace) -> dict[str, Any] | None:
         summary = f"re-embedding failed: {exc}"
         log.warning("%s (dense retrieval skips the stale vectors)", summary)
     finally:
+        if not started:  # cancelled or refused before the run began
+            ws.dense.release()
         work.end(summary)
     return result

@@ -73,12 +73,34 @@ class DenseService:
         index folder and the last edit is always embedded. Returns the last
         run's report (None when nothing was to be done).
         """
+        if not self.claim():
+            return None
+        return self.run_claimed(ws, progress)
+
+    def claim(self) -> bool:
+        """Take the one embedding run of this folder; False (and the running
+        one goes round again) when a run holds it. A caller that shows
+        progress claims first, so a call that only joins a run shows none;
+        a claim must be followed by :meth:`run_claimed` or :meth:`release`."""
         with self._lock:
             if self._reembedding:
                 self._again = True
-                return None
+                return False
             self._reembedding = True
             self._again = False
+            return True
+
+    def release(self) -> None:
+        """Give back a claim that will not run (its caller was cancelled)."""
+        with self._lock:
+            self._reembedding = False
+
+    def run_claimed(
+        self,
+        ws: Workspace,
+        progress: Callable[[int, str], None] | None = None,
+    ) -> dict[str, Any] | None:
+        """The run of :meth:`reembed`, once :meth:`claim` said True."""
         report: dict[str, Any] | None = None
         try:
             while True:
