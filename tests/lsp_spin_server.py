@@ -4,8 +4,9 @@ Why a wrapper and not a production hook: the server must not carry a
 "spin" switch. This script patches the buffer analysis' completion so that a
 buffer containing ``SPIN_FOR_TEST`` runs a pure-Python busy loop (no sleep:
 it competes for the GIL like slow analysis code would) until the file named
-by ``PYCSAMT_TEST_SPIN_STOP`` exists or ``PYCSAMT_TEST_SPIN_SECONDS`` pass,
-then appends one line to ``PYCSAMT_TEST_SPIN_LOG``. The editor budget is
+by ``PYCSAMT_TEST_SPIN_STOP`` exists (looked for every :data:`POLL_S`) or
+``PYCSAMT_TEST_SPIN_SECONDS`` pass, then appends one line to
+``PYCSAMT_TEST_SPIN_LOG``. The editor budget is
 ``PYCSAMT_TEST_BUDGET`` seconds. Everything else is the real server.
 """
 
@@ -20,6 +21,14 @@ from pycsamt_lsp.analysis import editor as editor_analysis
 from pycsamt_lsp.lsp.server import PycsamtServer, serve
 
 MARK = "SPIN_FOR_TEST"
+#: How often the spin looks for the stop file. Why by the clock and not every
+#: N iterations: each look is a ``stat`` call that releases and retakes the
+#: GIL. Done every millisecond or two, those hand-offs bump CPython's switch
+#: counter faster than the 5 ms interval after which a waiting thread asks
+#: for the GIL, so the event loop and the hover thread were starved for
+#: seconds (CI failure of 2026-12-01). That is an I/O convoy, not the pure
+#: CPU loop this file stands for.
+POLL_S = 0.2
 _real_complete = editor_analysis.complete
 
 
@@ -29,11 +38,13 @@ def _spinning_complete(ws, index, line, col, current=None):
         end = time.monotonic() + float(
             os.environ.get("PYCSAMT_TEST_SPIN_SECONDS", "30")
         )
-        n = 0
-        while time.monotonic() < end:
+        n, look = 0, time.monotonic() + POLL_S
+        while (now := time.monotonic()) < end:
             n += 1
-            if n % 20_000 == 0 and stop.exists():
-                break
+            if now >= look:
+                if stop.exists():
+                    break
+                look = now + POLL_S
         with open(os.environ["PYCSAMT_TEST_SPIN_LOG"], "a", encoding="utf-8") as f:
             f.write(f"spun {n}\n")
     return _real_complete(ws, index, line, col, current)
