@@ -43,6 +43,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,7 +74,7 @@ from pycsamt_lsp.model.facts import UNKNOWN as UNKNOWN
 from pycsamt_lsp.model.facts import package_dir as package_dir
 from pycsamt_lsp.model.lazy import DEFAULT_BUDGET, LazyModuleInfo, read_persisted
 from pycsamt_lsp.model.members import _MembersBase
-from pycsamt_lsp.model.suggest import _SuggestIndex
+from pycsamt_lsp.model.suggest import _SuggestIndex, suggest_index
 
 __all__ = [
     "MODEL_VERSION",
@@ -104,6 +105,7 @@ class PackageModel(_MembersBase):
         self._cache: dict[tuple[str, str], _Step] = {}
         self._resolve_cache: dict[str, Resolution] = {}
         self._suggest_index: _SuggestIndex | None = None
+        self._suggest_lock = threading.Lock()  # built once (suggest.suggest_index)
         self._suggest_cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
         self._call_cache: dict[tuple[Any, ...], dict[str, Any] | None] = {}
         self._suggest_demote: Callable[[str], bool] | None = None
@@ -355,7 +357,7 @@ class PackageModel(_MembersBase):
         e.g. off the event loop right after a build or an update."""
         _ = self.modules
         if self._suggest_index is None and not self._suggest_parses():
-            self._suggest_index = _SuggestIndex(self)
+            suggest_index(self, self._suggest_lock)
 
     def _suggest_parses(self) -> bool:
         """Whether the suggestion index would parse deferred modules (their
@@ -388,9 +390,8 @@ class PackageModel(_MembersBase):
         hit = self._suggest_cache.get(key)
         if hit is not None:
             return list(hit)
-        if self._suggest_index is None:
-            self._suggest_index = _SuggestIndex(self)
-        got = self._suggest_index.query(dotted_or_name, k, kind=kind, within=within)
+        index = suggest_index(self, self._suggest_lock)
+        got = index.query(dotted_or_name, k, kind=kind, within=within)
         if len(self._suggest_cache) > 4096:
             self._suggest_cache.clear()
         self._suggest_cache[key] = tuple(got)

@@ -2,13 +2,14 @@
 
 :class:`_SuggestIndex` maps identifier tokens to every public symbol of a
 :class:`~pycsamt_lsp.model.package.PackageModel`; the model builds it lazily
-and drops it on every update.
+(:func:`suggest_index`, once) and drops it on every update.
 """
 
 from __future__ import annotations
 
 import difflib
 import sys
+import threading
 import weakref
 from array import array
 from collections import defaultdict
@@ -28,6 +29,28 @@ def _stem(token: str) -> str:
 def _compact(dotted: str) -> str:
     """The leaf name without underscores, lower case (``EDI_file`` -> ``edifile``)."""
     return dotted.rpartition(".")[2].replace("_", "").lower()
+
+
+def suggest_index(model: PackageModel, lock: threading.Lock) -> _SuggestIndex:
+    """*model*'s suggestion index, built at most once however many threads ask.
+
+    Why a lock: the first suggestions after a load often come from several
+    editor threads at once (diagnostics of two buffers, a code action); each
+    used to build its own index (0.15-0.17 CPU-s each on pyCSAMT, all under the
+    GIL), so the first squiggle paid for N builds and the event loop competed
+    with all of them. The first caller builds under *lock* (the model's own)
+    while the others wait for it and reuse its index; once published, a
+    reader takes no lock.
+    """
+    got = model._suggest_index
+    if got is not None:
+        return got
+    with lock:
+        got = model._suggest_index
+        if got is None:
+            got = _SuggestIndex(model)
+            model._suggest_index = got
+    return got
 
 
 #: Below this a "suggestion" shares little more than a common word.
