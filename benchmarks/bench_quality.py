@@ -114,6 +114,10 @@ for q in p["queries"]:
     if p["mode"] == "ask":
         res = run_command("pycsamt.ask", ws, {"question": q})
         item = {"route": res.get("route")}
+    elif p.get("dense_disable"):  # a fusion ablation: the engine call itself
+        from pycsamt_lsp.search.dense.fusion import dense_query
+        res = dense_query(ws, q, p["k"], disable=p["dense_disable"])
+        item = {"hits": res["results"], "retrieval": res.get("retrieval")}
     else:
         args = {"query": q, "k": p["k"], **({"dense": True} if p.get("dense") else {})}
         res = run_command("pycsamt.query", ws, args)
@@ -287,9 +291,19 @@ def ours_decider(root: Path, records: list[dict[str, Any]]) -> Decider | None:
 
 
 def _our_driver(
-    root: Path, queries: list[str], *, mode: str = "query", dense: bool = False
+    root: Path,
+    queries: list[str],
+    *,
+    mode: str = "query",
+    dense: bool = False,
+    dense_disable: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run :data:`OUR_DRIVER` in a child of this interpreter; its JSON result."""
+    """Run :data:`OUR_DRIVER` in a child of this interpreter; its JSON result.
+
+    *dense_disable*: fused with ``dense_query(disable=...)`` (fusion and
+    ranking stage names, ``+name`` on) instead of the ``pycsamt.query``
+    command, which has no such field.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         payload = {
@@ -299,6 +313,7 @@ def _our_driver(
             "out": str(out),
             "mode": mode,
             "dense": dense,
+            "dense_disable": dense_disable or [],
         }
         res = run_measured(
             [sys.executable, "-c", OUR_DRIVER],
@@ -474,6 +489,28 @@ def bench_corpus(
         for rec, d in zip(res["records"], d_scored, strict=True):
             rec["ours_dense"] = d
         res["dense_ci"] = dense_ci(o_scored, d_scored)
+        # fusion ablations: the same vectors, other fusion stages (one pass each)
+        res["dense_variants"] = {}
+        for spec in a.dense_disable or []:
+            names = [x for x in spec.split(",") if x]
+            alt = _our_driver(ours_copy, queries, dense=True, dense_disable=names)
+            a_hits = {r["query"]: r["hits"] for r in alt["results"]}
+            a_scored = [score_record(r, a_hits[r["query"]]) for r in records]
+            res["dense_variants"][spec] = {
+                "disable": names,
+                "by_suite": by_suite(a_scored),
+                "ci": dense_ci(o_scored, a_scored),
+                "records": [
+                    {
+                        "query": x["query"],
+                        "suite": x["suite"],
+                        "rr": x.get("rr"),
+                        "hit": x.get("hit"),
+                        "wf": x.get("wf_in_top"),
+                    }
+                    for x in a_scored
+                ],
+            }
     if a.routing:
         routing = load_records(a.routing)
         decide, raw = ref_decider(ref_copy, routing)
@@ -634,6 +671,17 @@ def dense_table(results: dict[str, Any]) -> str:
                 f"{'':<14}fused-bm25 {suite} (n={ci['mrr@10']['n']}, paired "
                 f"bootstrap 95%): " + "; ".join(parts)
             )
+        for spec, var in res.get("dense_variants", {}).items():
+            rows.append(f"{'':<14}fusion with disable={spec}:")
+            for suite, ci in var["ci"].items():
+                agg = var["by_suite"][suite]
+                c, h = ci["mrr@10"], ci["hit@10"]
+                rows.append(
+                    f"{'':<16}{suite} mrr@10 {_f(agg['mrr@10'])} hit@10 {_f(agg['hit@10'])}"
+                    f" wf@10 {_f(agg['wf@10'])}; fused-bm25 mrr@10 {c['mean']:+.3f}"
+                    f" [{c['lo']:+.3f}, {c['hi']:+.3f}] ({c['better']}/{c['worse']}),"
+                    f" hit@10 {h['mean']:+.3f} [{h['lo']:+.3f}, {h['hi']:+.3f}]"
+                )
         e = res["embed"]
         p = res["query_ms_p50"]
         rows.append(
@@ -692,6 +740,14 @@ def main(argv: list[str] | None = None) -> int:
         help="with --dense: seed corpus NAME's copy with INDEX_DIR/embeddings.npz, "
         "so only texts not embedded there go to the model (the report says how "
         "many were reused); repeatable",
+    )
+    ap.add_argument(
+        "--dense-disable",
+        action="append",
+        metavar="A,B,+C",
+        help="with --dense: also fuse with these fusion / ranking stages off "
+        "(+name on), e.g. bm25_first,dense_depth,+prf (the session-3 fusion); "
+        "repeatable, one pass each, with its paired CI against BM25",
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)

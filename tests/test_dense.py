@@ -17,6 +17,8 @@ from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.search import dense
 from pycsamt_lsp.search.dense import (
     COSINE_FLOOR,
+    FUSION_OFF_BY_DEFAULT,
+    FUSION_STAGES,
     PRF_WEIGHT,
     RRF_K,
     VECTOR_FILENAME,
@@ -29,6 +31,7 @@ from pycsamt_lsp.search.dense import (
     embed_text,
     feedback_query,
     fused_order,
+    fusion_stages,
     load_store,
     manifest_extra,
     minilm_available,
@@ -418,33 +421,80 @@ def test_cosine_floor_stale_rows_and_unknown_ids(ws):
     assert len(dense_ranking(ws, loaded, np.array([[1.0, 0, 0, 0]]), 1)) == 1
 
 
-def test_dense_query_is_rrf_of_both_rankings(hashed_ws):
-    ws = hashed_ws
-    k = 3
-    res = dense_query(ws, Q, k)
-    assert res["retrieval"] == "dense+bm25"
-    assert res["embed_model"] == "hashing-v1-512"
-    # recompute by hand: top max(5k, 50) of each ranking, RRF k=60, 0-based
+def _by_hand(ws, k, *, prf, dense_n):
+    """DESIGN 5's fusion recomputed: top max(5k, 50) of BM25, the dense list
+    (*dense_n* deep, the query pulled toward BM25's first hit by *prf*),
+    RRF k=60 with 0-based ranks; ``(bm25 ids, fused scores, fused order)``."""
     n = pool_size(k)
     bm_ids = [r["id"] for r in ws.query(Q, n)["results"]]
     store = load_store(ws.index_dir)
-    # the dense list is ranked by the query pulled toward BM25's first hit
-    row = store.ids.index(bm_ids[0])
-    q = HashingBackend().embed([Q])[0]
-    qv = q + PRF_WEIGHT * store.vectors[row]
-    qv /= np.linalg.norm(qv)
-    assert res["dense_anchor"] == bm_ids[0] and PRF_WEIGHT == 0.25
-    dense_ids = [cid for cid, _ in dense_ranking(ws, store, qv[None], n)]
+    qv = HashingBackend().embed([Q])[0]
+    if prf:
+        qv = qv + prf * store.vectors[store.ids.index(bm_ids[0])]
+        qv /= np.linalg.norm(qv)
+    dense_ids = [cid for cid, _ in dense_ranking(ws, store, qv[None], dense_n)]
     expected = {}
     for ranking in (bm_ids, dense_ids):
         for rank, cid in enumerate(ranking):
             expected[cid] = expected.get(cid, 0.0) + 1.0 / (60 + rank)
-    want = sorted(expected, key=lambda c: (-expected[c], c))[:k]
-    assert [r["id"] for r in res["results"]] == want
+    return bm_ids, expected, sorted(expected, key=lambda c: (-expected[c], c))
+
+
+def test_without_its_stages_the_fusion_is_design_5_exactly(hashed_ws):
+    ws = hashed_ws
+    k = 3
+    res = dense_query(ws, Q, k, disable=("bm25_first", "dense_depth"))
+    assert res["retrieval"] == "dense+bm25"
+    assert res["embed_model"] == "hashing-v1-512"
+    assert res["fusion_stages"] == [] and res["dense_anchor"] is None
+    _, expected, order = _by_hand(ws, k, prf=0.0, dense_n=pool_size(k))
+    assert [r["id"] for r in res["results"]] == order[:k]
     for r in res["results"]:
         assert r["score"] == pytest.approx(expected[r["id"]], abs=1e-6)
         assert r["cosine"] is None or r["cosine"] >= COSINE_FLOOR
     assert res["top_score"] == ws.query(Q, 3)["top_score"]  # the gate stays on BM25
+
+
+def test_prf_stage_pulls_the_query_toward_bm25s_first_hit(hashed_ws):
+    ws = hashed_ws
+    k = 3
+    res = dense_query(ws, Q, k, disable=("bm25_first", "dense_depth", "+prf"))
+    bm_ids, _, order = _by_hand(ws, k, prf=PRF_WEIGHT, dense_n=pool_size(k))
+    assert res["dense_anchor"] == bm_ids[0] and PRF_WEIGHT == 0.25
+    assert res["fusion_stages"] == ["prf"]
+    assert [r["id"] for r in res["results"]] == order[:k]
+    assert "prf" in FUSION_OFF_BY_DEFAULT
+
+
+def test_default_fusion_keeps_bm25_first_and_fuses_the_dense_top_k(hashed_ws):
+    ws = hashed_ws
+    k = 3
+    res = dense_query(ws, Q, k)
+    assert res["fusion_stages"] == ["bm25_first", "dense_depth"]
+    assert res["n_dense"] <= k and res["dense_anchor"] is None
+    bm_ids, expected, order = _by_hand(ws, k, prf=0.0, dense_n=k)
+    want = [bm_ids[0], *(c for c in order if c != bm_ids[0])][:k]
+    assert [r["id"] for r in res["results"]] == want
+    # scores stay non-increasing: the kept first hit has the best fused score
+    scores = [r["score"] for r in res["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] == pytest.approx(max(expected.values()), abs=1e-6)
+    assert fusion_stages(("bm25_first",)) == {"dense_depth"}
+    assert fusion_stages(("+prf", "field_head")) == set(FUSION_STAGES)
+
+
+def test_each_fusion_stage_changes_a_first_page(hashed_ws):
+    """A stage that can never change a ranking is no stage: on this fixture
+    each one, switched off alone, changes a top 3 (a query where it acts)."""
+    ws = hashed_ws
+    for name, q in (("bm25_first", "phase tensor"), ("dense_depth", Q)):
+        on = dense_query(ws, q, 3)
+        off = dense_query(ws, q, 3, disable=(name,))
+        assert off["fusion_stages"] == sorted(set(FUSION_STAGES) - {"prf", name})
+        assert [r["id"] for r in on["results"]] != [r["id"] for r in off["results"]]
+        if name == "bm25_first":  # off: BM25's first hit is demoted by RRF
+            bm1 = ws.query(q, 1)["results"][0]["id"]
+            assert on["results"][0]["id"] == bm1 != off["results"][0]["id"]
 
 
 def test_feedback_query_only_from_a_fresh_anchor(hashed_ws):

@@ -28,12 +28,15 @@ from pycsamt_lsp.search.dense.backends import (
 )
 from pycsamt_lsp.search.dense.fusion import (
     COSINE_FLOOR,
+    FUSION_OFF_BY_DEFAULT,
+    FUSION_STAGES,
     PRF_WEIGHT,
     RRF_K,
     dense_query,
     dense_ranking,
     feedback_query,
     fused_order,
+    fusion_stages,
     pool_size,
     rrf_fuse,
 )
@@ -55,6 +58,8 @@ from pycsamt_lsp.search.dense.store import (
 __all__ = [
     "COSINE_FLOOR",
     "DEFAULT_OPENAI_EMBED_MODEL",
+    "FUSION_OFF_BY_DEFAULT",
+    "FUSION_STAGES",
     "HASH_NAME",
     "MAX_EMBED_CHARS",
     "MINILM_NAME",
@@ -77,6 +82,7 @@ __all__ = [
     "embed_text",
     "feedback_query",
     "fused_order",
+    "fusion_stages",
     "l2_normalize",
     "load_store",
     "manifest_extra",

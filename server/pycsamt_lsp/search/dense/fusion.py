@@ -12,19 +12,42 @@ path (no vectors, backend missing, network error, dimension mismatch)
 degrades silently to BM25 and the result says which path ran
 (``"retrieval": "bm25"`` with ``dense_error``, or ``"dense+bm25"``).
 
-Which dense ranking is fused (the candidate list; the fusion itself is
-DESIGN 5's): the query vector is pulled a quarter of the way
-(:data:`PRF_WEIGHT`) toward the stored vector of BM25's first result,
-``q' = norm(norm(q) + 0.25 * v(top1))``, when that chunk has a fresh vector
-(pseudo-relevance feedback). Why: with the bare query the dense list often
-disagrees with a BM25 ranking that was right at rank 1, and RRF then puts a
-chunk both rank second above it; anchored on BM25's best hit the dense list
-still brings in chunks BM25 missed, with fewer such swings. Chosen on the
-tuning split only (fresh_tuning, 60 questions, MiniLM head/256): MRR@10 of
-the fused ranking over BM25 +0.020 (sdist) / +0.013 (checkout) at 0.25,
-+0.002 / +0.014 with the bare query, and 6 questions better / 2 worse on
-each corpus instead of 7 / 5 (``benchmarks/bench_quality.py --dense``).
-``prf=0`` is the bare query (the ablation).
+Named fusion stages (``docs/ranking.md``, "Dense fusion"): departures from
+DESIGN 5's fusion, each switched off by name in *disable* (``"+name"``
+switches on one that is off by default); with ``disable=("bm25_first",
+"dense_depth")`` the fusion is DESIGN 5's exactly.
+
+- ``bm25_first`` (on): BM25's first result keeps rank 1; RRF orders the
+  rest. Why: RRF demotes a BM25 first hit the dense list does not rank high
+  (a chunk both lists put second and third outscores it), and on the
+  package's own questions BM25's first hit is usually the answer (bundled
+  suites MRR@10 1.0): fused without it, "read the EDI directory and build a
+  Sites object" fell from rank 1 to 4.
+- ``dense_depth`` (on): the dense ranking enters with its top *k* (the
+  results asked for) instead of ``max(5k, 50)``; the BM25 side keeps
+  ``max(5k, 50)``. Why: the dense list's ranks 10-50 are mostly chunks
+  that are only near the question's topic; through RRF, each of them that
+  BM25 also ranks somewhere in its 50 outscores a chunk only one list
+  ranks near the top. With the top k, the first page is BM25's best and
+  the dense list's best, interleaved, and a chunk only the vectors find
+  reaches it.
+- ``prf`` (off): the query vector pulled a quarter of the way
+  (:data:`PRF_WEIGHT`) toward BM25's first result,
+  ``q' = norm(norm(q) + 0.25 * v(top1))`` (pseudo-relevance feedback). It
+  was chosen (before the two stages above) to stop swings at rank 1, which
+  ``bm25_first`` now prevents outright; with both stages on, the bare query
+  lets the dense list add what BM25 missed instead of chunks like its first
+  hit.
+
+Chosen on the tuning split and the bundled suites only (MiniLM head/256,
+``benchmarks/dense_tune.py``; the frozen splits were evaluated once, with
+``bench_quality.py --dense``): fused minus BM25 MRR@10 on fresh_tuning
++0.021 [+0.003, +0.043] (sdist) and +0.030 [+0.010, +0.056] (checkout),
+7 / 1 and 8 / 0 questions better / worse, hit@10 0.900 -> 0.967 and
+0.881 -> 0.966, every bundled metric 1.0; DESIGN 5's fusion (then with the
+anchor): +0.027 [-0.011, +0.068] and +0.013 [-0.029, +0.055], bundled
+MRR@10 0.917 and wf@10 0.972 (a loading question and an adversarial
+workflow lost).
 """
 
 from __future__ import annotations
@@ -50,11 +73,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COSINE_FLOOR",
+    "FUSION_OFF_BY_DEFAULT",
+    "FUSION_STAGES",
     "PRF_WEIGHT",
     "RRF_K",
     "dense_query",
     "dense_ranking",
     "fused_order",
+    "fusion_stages",
     "pool_size",
     "rrf_fuse",
 ]
@@ -63,9 +89,28 @@ log = logging.getLogger(__name__)
 
 COSINE_FLOOR = 0.20
 RRF_K = 60
-#: Weight of BM25's first result's vector added to the query vector (see the
-#: module docstring); 0 embeds the bare query.
+#: Weight of BM25's first result's vector added to the query vector when the
+#: ``prf`` stage is on (see the module docstring).
 PRF_WEIGHT = 0.25
+#: The fusion's named stages, in the order they act (module docstring).
+FUSION_STAGES: tuple[str, ...] = ("prf", "dense_depth", "bm25_first")
+#: Fusion stages that run only when switched on with ``"+name"``.
+FUSION_OFF_BY_DEFAULT: frozenset[str] = frozenset({"prf"})
+
+
+def fusion_stages(disable: Collection[str] = ()) -> frozenset[str]:
+    """The fusion stages that run under *disable* (names off, ``+name`` on).
+
+    Names that are not fusion stages are left to the BM25 ranking
+    (``Workspace.pool``'s *disable*), which checks them.
+    """
+    on = set(FUSION_STAGES) - FUSION_OFF_BY_DEFAULT
+    for name in disable:
+        if name[:1] == "+" and name[1:] in FUSION_STAGES:
+            on.add(name[1:])
+        elif name in FUSION_STAGES:
+            on.discard(name)
+    return frozenset(on)
 
 
 def pool_size(k: int) -> int:
@@ -176,19 +221,33 @@ def dense_query(
     api_key: str | None = None,
     base_url: str | None = None,
     timeout: float = 30.0,
-    prf: float = PRF_WEIGHT,
+    prf: float | None = None,
+    disable: Collection[str] = (),
 ) -> dict[str, Any]:
     """``pycsamt.query`` with dense fusion; BM25 alone when dense fails.
 
     The result has the shape of :meth:`Workspace.query` plus ``retrieval``
     (``"dense+bm25"`` or ``"bm25"``) and, on the BM25 path, ``dense_error``.
     ``top_score`` stays the BM25 ``s_max`` (the confidence proxy); in fused
-    results ``score`` is the RRF score, with ``bm25_score`` and ``cosine``
-    (against the query vector the dense list was ranked by: with *prf* > 0
-    pulled toward BM25's first result, named by ``dense_anchor``).
+    results ``score`` is the RRF score (BM25's first result, kept first by
+    ``bm25_first``, gets the best fused score when its own is lower), with
+    ``bm25_score`` and ``cosine`` (against the query vector the dense list
+    was ranked by: with the ``prf`` stage pulled toward BM25's first result,
+    named by ``dense_anchor``). *disable*: fusion stage names (module
+    docstring) and ranking stage names, which go to the BM25 side. *prf*:
+    the anchor's weight, overriding the ``prf`` stage (0 is the bare query).
     """
+    stages = fusion_stages(disable)
+    rank_disable = tuple(
+        d
+        for d in disable
+        if d not in FUSION_STAGES and not (d[:1] == "+" and d[1:] in FUSION_STAGES)
+    )
+    if prf is None:
+        prf = PRF_WEIGHT if "prf" in stages else 0.0
     n = pool_size(k)
-    pool = ws.pool(query, n, workflow=workflow, kinds=kinds)
+    n_dense = k if "dense_depth" in stages else n
+    pool = ws.pool(query, n, workflow=workflow, kinds=kinds, disable=rank_disable)
     bm_results = pool["results"]
     try:
         store = ws.dense.load_store()
@@ -206,7 +265,7 @@ def dense_query(
         qvec = be.embed([query])
         top1 = bm_results[0]["id"] if bm_results else None
         qvec, anchor = feedback_query(ws, store, qvec, top1, prf)
-        ranked = dense_ranking(ws, store, qvec, n, kinds=kinds)
+        ranked = dense_ranking(ws, store, qvec, n_dense, kinds=kinds)
     except Exception as exc:  # noqa: BLE001 - any failure: BM25 alone, silently
         reason = scrub(f"{exc}", api_key or os.environ.get("OPENAI_API_KEY"))
         log.info("dense retrieval unavailable, using BM25: %s", reason)
@@ -221,8 +280,12 @@ def dense_query(
     cosine = dict(ranked)
     fused = rrf_fuse([bm_ids, dense_ids])
     by_id = {r["id"]: r for r in bm_results}
+    order = fused_order(fused)
+    if "bm25_first" in stages and bm_ids:
+        fused[bm_ids[0]] = max(fused[bm_ids[0]], fused[order[0]])
+        order = [bm_ids[0], *(c for c in order if c != bm_ids[0])]
     results: list[dict[str, Any]] = []
-    for cid in fused_order(fused):
+    for cid in order:
         if len(results) >= k:
             break
         base = by_id.get(cid)
@@ -242,5 +305,6 @@ def dense_query(
         embed_model=store.model,
         n_dense=len(dense_ids),
         dense_anchor=anchor,
+        fusion_stages=sorted(stages),
     )
     return out
