@@ -373,9 +373,19 @@ def read_manifest(index_dir: Path) -> dict[str, Any]:
 
 
 def load_snapshot(
-    index_dir: Path, *, profile_name: str
+    index_dir: Path,
+    *,
+    profile_name: str,
+    verified: Callable[[dict[str, Any], Path], bool] | None = None,
 ) -> tuple[Snapshot, dict[str, Any]]:
-    """Load a persisted snapshot; :class:`IndexLoadError` with the reason otherwise."""
+    """Load a persisted snapshot; :class:`IndexLoadError` with the reason otherwise.
+
+    ``chunks.jsonl`` is checked against the manifest's SHA-256 unless
+    ``verified(manifest, path)`` says this very file was checked before (the
+    workspace's freshness record: same inode, size, mtime and ctime as when
+    an earlier load hashed it; warm start, issue 18). Its size is checked
+    against the index either way.
+    """
     manifest = read_manifest(index_dir)
     if manifest.get("profile") != profile_name:
         raise IndexLoadError(
@@ -383,7 +393,11 @@ def load_snapshot(
         )
     check_manifest(manifest)
     chunks_path = index_dir / "chunks.jsonl"
-    chunks_sha = _sha256_meanwhile(chunks_path)
+    chunks_sha: Callable[[], str | None]
+    if verified is not None and verified(manifest, chunks_path):
+        chunks_sha = lambda: manifest.get("chunks_sha256")  # noqa: E731
+    else:
+        chunks_sha = _sha256_meanwhile(chunks_path)
     try:
         meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
         arrays = load_npz(index_dir / "index.npz")  # postings mapped, not copied

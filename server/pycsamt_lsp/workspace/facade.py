@@ -648,13 +648,33 @@ class Workspace:
         one that differs is updated incrementally (only changed files are
         re-chunked); a missing, corrupt or foreign one is rebuilt, with the
         reason in the report and the log.
+
+        Whether the corpus still matches is settled from ``stat`` alone when
+        an earlier open content-checked it and recorded every path's stat
+        (:mod:`.freshness`: nothing was written, renamed, added or removed
+        since); otherwise every file is read and hashed (:meth:`_unchanged`)
+        and, when that finds no change, the record is written for the next
+        open. The report's ``update.checked`` says which (``stat`` or
+        ``content``).
         """
+        from pycsamt_lsp.workspace import freshness
+
         with self._lock:
             t0 = time.perf_counter()
             remove_stale_temps(self.index_dir)  # of a build killed mid-write
+            record = freshness.read_record(self.index_dir)
+            chunks_path = self.index_dir / "chunks.jsonl"
+            try:
+                chunks_st: os.stat_result | None = os.stat(chunks_path)
+            except OSError:
+                chunks_st = None
             try:
                 snap, manifest = load_snapshot(
-                    self.index_dir, profile_name=self.profile.name
+                    self.index_dir,
+                    profile_name=self.profile.name,
+                    verified=lambda man, path: freshness.trusted_stat(
+                        record, str(man.get("build_id") or ""), path
+                    ),
                 )
             except IndexLoadError as exc:
                 reason = str(exc)
@@ -670,9 +690,22 @@ class Workspace:
             self._state.dirty = False
             if progress:
                 progress(50, "checking the corpus fingerprint")
-            update = self._unchanged(snap)
+            build_id = str(manifest.get("build_id") or "")
+            update: dict[str, Any] | None
+            if freshness.still_fresh(
+                record, build_id, self.root, self.profile, self._bundled
+            ):
+                update = self._unchanged_report(snap, time.perf_counter(), "stat")
+            else:
+                recorder = freshness.StatRecorder(
+                    self.root, self.profile, self._bundled
+                )
+                update = self._unchanged(snap, recorder)
+                if update is not None:
+                    recorder.write(self.index_dir, build_id, chunks_st)
             if update is None:  # something differs: re-hash and apply it
                 update = self.refresh(None)
+                update["checked"] = "content"
             if update["changed"] or update["removed"] or update["added"]:
                 action = "load+update"
                 if persist:
@@ -689,7 +722,9 @@ class Workspace:
                 "seconds": round(time.perf_counter() - t0, 3),
             }
 
-    def _unchanged(self, snap: Snapshot) -> dict[str, Any] | None:
+    def _unchanged(
+        self, snap: Snapshot, recorder: Any = None
+    ) -> dict[str, Any] | None:
         """The refresh report of an unchanged corpus when the files on disk
         are exactly those *snap* indexed, else None (then :meth:`refresh`
         finds and applies what differs).
@@ -701,7 +736,8 @@ class Workspace:
         screened it (name, links, regular file), instead of screening it
         again and re-checking every path the index ever saw (warm start,
         issue 18). Anything it cannot settle (an unreadable file) goes to
-        the full refresh.
+        the full refresh. *recorder* (a :class:`.freshness.StatRecorder`)
+        is given each file's path just before it is read.
         """
         t0 = time.perf_counter()
         refused: dict[str, str] = {}
@@ -710,6 +746,8 @@ class Workspace:
         skipped = {rel: why for rel, why in snap.skipped.items() if rel in old}
         seen = 0
         for rel, path in iter_corpus_files(self.root, self.profile, refused):
+            if recorder is not None:
+                recorder.file(path)
             try:
                 got = hash_file(path, limit)
             except OSError:
@@ -724,6 +762,14 @@ class Workspace:
         skipped.update(refused)
         if seen != len(old) or skipped != dict(snap.skipped):
             return None
+        if refused and recorder is not None:
+            recorder.ok = False  # a refused entry's reason may change unseen
+        return self._unchanged_report(snap, t0, "content")
+
+    def _unchanged_report(
+        self, snap: Snapshot, t0: float, checked: str
+    ) -> dict[str, Any]:
+        """The refresh report of an open that found the corpus unchanged."""
         self._refresh_model_only(None)  # a held model: its other module files
         return {
             "changed": [],
@@ -731,6 +777,7 @@ class Workspace:
             "removed": [],
             "seconds": round(time.perf_counter() - t0, 4),
             "fingerprint": snap.fingerprint,
+            "checked": checked,
         }
 
     # -- incremental updates -------------------------------------------------
