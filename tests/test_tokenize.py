@@ -88,3 +88,35 @@ def test_empty_and_none_inputs():
     assert tokenize(None) == []  # type: ignore[arg-type]
     assert term_counts("") == Counter()
     assert word_tokens("") == ()
+    assert term_counts(None) == Counter()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__init__ _private a__b __ _ ___x___ x_ _1 1_2 a_b_c__d",
+        "naïve café_au_lait ΣΑΣ straße Ｆｕｌｌ ﬁle µ_scale Kelvin\u212a",
+        "tab\there\r\nline\x0bvt\x0cff\x1cfs\x1dgs\x85nel\u2028ls end",
+        "def f(x: int = 1) -> dict[str, 'Any']:\n    return {'k': x}  # note",
+        "HTTPServer2D ABC1def x86_64 UTF8Decoder snake_Case_Mixed 0x1F ee",
+        "surrogate \udcff here and 😀emoji😀 next_to_words",
+    ],
+)
+def test_term_counts_is_counter_of_tokenize_in_first_seen_order(text):
+    """The byte-run scan of term_counts gives tokenize's regex words exactly:
+    same tokens, counts and first-seen order (the order term ids follow)."""
+    got = term_counts(text)
+    want = Counter(tokenize(text))
+    assert got == want
+    assert list(got) == list(want)
+
+
+def test_term_counts_matches_tokenize_on_random_text():
+    import random
+
+    rng = random.Random(18)
+    alphabet = "aZ09_ _-.é\nΣ\t(x)AbC__"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        got, want = term_counts(text), Counter(tokenize(text))
+        assert list(got.items()) == list(want.items()), text

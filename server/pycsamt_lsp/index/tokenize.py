@@ -21,8 +21,7 @@ __all__ = ["STOPWORDS", "term_counts", "tokenize", "word_tokens"]
 _WORD = re.compile(r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)*")
 
 
-@lru_cache(maxsize=262_144)
-def word_tokens(raw: str) -> tuple[str, ...]:
+def _split_word(raw: str) -> tuple[str, ...]:
     """Tokens of one raw identifier: the whole (lowercased) and its parts."""
     low = raw.lower()
     out: list[str] = []
@@ -37,6 +36,10 @@ def word_tokens(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: :func:`_split_word` memoised per raw word (queries and short texts).
+word_tokens = lru_cache(maxsize=262_144)(_split_word)
+
+
 def tokenize(text: str) -> list[str]:
     """All tokens of *text* in order (duplicates kept)."""
     out: list[str] = []
@@ -45,12 +48,35 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+#: Bytes that can be part of a :data:`_WORD` match (ASCII letters, digits,
+#: ``_``) kept, every other byte (UTF-8 multi-byte sequences included: no
+#: non-ASCII character is a word character there) turned into a space.
+_RUN_BYTES = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20
+    for c in range(256)
+)
+
+
+@lru_cache(maxsize=262_144)
+def _run_tokens(run: bytes) -> tuple[str, ...]:
+    """Tokens of one maximal run of ``[A-Za-z0-9_]``: a run holds at most
+    one :data:`_WORD` match, the run without its outer underscores (inner
+    ones join its parts: ``a__b`` is one word)."""
+    word = run.strip(b"_")
+    return _split_word(word.decode("ascii")) if word else ()
+
+
 def term_counts(text: str) -> Counter[str]:
     """Token -> count for *text*; the fast path used when indexing chunks.
 
-    Counted by ``Counter``'s C loop over the token stream (the memoised
-    splits chained in C): the same counts in the same first-seen order as
-    splitting each distinct word once and merging in a Python loop, which
-    was 10-20% slower on the sdist's 7.9k chunks.
+    Exactly ``Counter(tokenize(text))``, same first-seen order, found without
+    the regex: the text's UTF-8 bytes are mapped to word bytes and spaces in
+    C (:data:`_RUN_BYTES`), split into runs in C and each run's tokens looked
+    up in a memo keyed by the run (:func:`_run_tokens`), the stream counted
+    by ``Counter``'s C loop. The regex scan was half of tokenizing the
+    sdist's 14.5 MB of chunk text (0.82 -> 0.58 s for its 7.9k chunks).
     """
-    return Counter(chain.from_iterable(map(word_tokens, _WORD.findall(text or ""))))
+    if not text:
+        return Counter()
+    runs = text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES).split()
+    return Counter(chain.from_iterable(map(_run_tokens, runs)))
