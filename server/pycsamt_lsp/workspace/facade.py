@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from pycsamt_lsp.answer.service import AnswerService
     from pycsamt_lsp.cards.service import CardService
     from pycsamt_lsp.chunking import Chunk, FileChunks
-    from pycsamt_lsp.chunking.incremental import TreeCache
+    from pycsamt_lsp.chunking.incremental import Outlines, TreeCache
     from pycsamt_lsp.chunking.pdf import PaperService
     from pycsamt_lsp.model.package import PackageModel
     from pycsamt_lsp.model.state import BuildJob, PackedFile
@@ -918,10 +918,12 @@ class Workspace:
             model_updates: list[ModelUpdate] = [(rel, None, None) for rel in removed]
             for rel in removed:
                 self._trees.forget(rel)
-            from pycsamt_lsp.chunking import chunk_file
-
+                self._outlines.forget(rel)
+            rechunked: list[str] = []
             for rel, (sha, data) in contents.items():
-                fc = chunk_file(rel, data, self.profile, self._trees)
+                fc, spliced = self._refresh_chunks(snap, rel, sha, data)
+                if spliced:
+                    rechunked.append(rel)
                 if fc.error:
                     log.info("skipped %s: %s", rel, fc.error)
                     skipped[rel] = fc.error
@@ -932,8 +934,107 @@ class Workspace:
             self._defer_model(model_updates)
             self._publish(snap.updated(per_file, removed, fp, skipped), "update")
             report["fingerprint"] = fp
+            report["rechunked"] = sorted(rechunked)  # in changed statements only
             report["seconds"] = round(time.perf_counter() - t0, 4)
             return report
+
+    def _refresh_chunks(
+        self, snap: Snapshot, rel: str, sha: str, data: bytes
+    ) -> tuple[FileChunks, bool]:
+        """The chunks of a saved file. A large module whose indexed text has
+        an outline (:meth:`prepare_saves`, or its last save) is re-chunked in
+        its changed statements only, reusing the index's chunks of the
+        others (:func:`~pycsamt_lsp.chunking.incremental.rechunk`: no whole
+        parse, whether or not an editor opened it); anything else, and a
+        change that region cannot settle (a syntax error included), goes
+        through ``chunk_file`` as in a build. The package model, which needs
+        the whole tree, gets it when its deferred update runs
+        (:meth:`_flush_model`), off save -> searchable. The flag says
+        whether the file was re-chunked in its changed statements only."""
+        from pycsamt_lsp.chunking import FileChunks, chunk_file
+        from pycsamt_lsp.chunking.incremental import MIN_CHARS, outline_of, rechunk
+
+        if not rel.endswith(".py") or len(data) < MIN_CHARS:
+            return chunk_file(rel, data, self.profile, self._trees), False
+        try:
+            text: str | None = data.decode("utf-8-sig")  # as chunk_file decodes
+        except UnicodeDecodeError:
+            text = None
+        new = outline_of(text) if text is not None and "\x00" not in text else None
+        entry = snap.files.get(rel)
+        old = (
+            self._outlines.get(rel, entry[0])
+            if new is not None and entry is not None and rel not in snap.skipped
+            else None
+        )
+        if old is not None and new is not None and text is not None and entry:
+            try:
+                old_chunks = [snap.table.get(slot) for slot in entry[1]]
+            except KeyError:  # pragma: no cover - a slot the table lost
+                old_chunks = None
+            got = (
+                None
+                if old_chunks is None
+                else rechunk(rel, text, self.profile, old_chunks, old, new)
+            )
+            if got is not None:
+                self._outlines.put(rel, sha, new)
+                return FileChunks(got, None), True
+        fc = chunk_file(rel, data, self.profile, self._trees)
+        self._outlines.put(rel, sha, new)
+        return fc, False
+
+    @cached_property
+    def _outlines(self) -> Outlines:
+        """Per large indexed module, the outline of the text the index holds
+        (:class:`~pycsamt_lsp.chunking.incremental.Outlines`)."""
+        from pycsamt_lsp.chunking.incremental import Outlines
+
+        return Outlines()
+
+    def prepare_saves(self) -> int:
+        """Outline every large indexed module (16,000 characters or more)
+        that has no outline of its indexed content yet, so that the first
+        save of any of them, opened in an editor or not, is re-chunked in
+        its changed statements only (:meth:`_refresh_chunks`). Reads each
+        such file once and checks its SHA-256 against the snapshot's (a
+        file changed since is left to its refresh). No lock held: a
+        refresh meanwhile outlines its own files. The server runs it off
+        the event loop once the index is open; returns the number of
+        modules outlined.
+        """
+        import hashlib
+
+        from pycsamt_lsp.chunking.incremental import MIN_CHARS, outline_of
+
+        snap = self.snapshot
+        if snap is None:
+            return 0
+        done = 0
+        outlines = self._outlines
+        for rel, (sha, _slots) in sorted(snap.files.items()):
+            if not rel.endswith(".py") or rel in snap.skipped:
+                continue
+            if outlines.has(rel, sha):
+                continue
+            path = self._abs_of(rel)
+            try:
+                if path.stat().st_size < MIN_CHARS:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if hashlib.sha256(data).hexdigest() != sha:
+                continue  # changed on disk since: its refresh outlines it
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                continue
+            got = outline_of(text) if "\x00" not in text else None
+            if got is not None:
+                outlines.put(rel, sha, got)
+                done += 1
+        return done
 
     def prime_tree(self, path: str | Path) -> bool:
         """Keep the parse tree of an indexed module an editor opened, so that
@@ -1067,7 +1168,35 @@ class Workspace:
         self._model_pending_for = None
         if base is None or self.package_model.model is not base:
             return False
-        return self.package_model.update(updates)
+        return self.package_model.update(self._with_trees(updates))
+
+    def _with_trees(self, updates: list[ModelUpdate]) -> list[ModelUpdate]:
+        """*updates* with a tree for each large saved module a save
+        re-chunked without one (:meth:`_refresh_chunks`), parsed through the
+        tree cache: only its changed statements when the file's last tree is
+        kept (an editor opened it, or it was modelled before), and kept for
+        the next one. Other updates as they are (the model parses them)."""
+        from pycsamt_lsp.chunking.incremental import MIN_CHARS, parse_module
+        from pycsamt_lsp.model.facts import module_name_for
+
+        out: list[ModelUpdate] = []
+        pkg = self.profile.package
+        for rel, data, tree in updates:
+            if (
+                tree is None
+                and data is not None
+                and len(data) >= MIN_CHARS
+                and rel.endswith(".py")
+                and module_name_for(rel, pkg) is not None
+            ):
+                try:
+                    text = data.decode("utf-8-sig")
+                    if "\x00" not in text:
+                        tree = parse_module(text, rel, self._trees)[0]
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = None  # the model records the failure as it did
+            out.append((rel, data, tree))
+        return out
 
     def _update_model(self, updates: list[ModelUpdate], *, notify: bool = True) -> bool:
         self._flush_model()  # queued saves first: the updates build on them
@@ -1324,6 +1453,8 @@ class Workspace:
             # parse trees kept for the next save (prime_tree); read without
             # making the cache, which a query process never needs
             "parse_trees_kept": len(tc) if (tc := vars(self).get("_trees")) else 0,
+            # large modules a save re-chunks in its changed statements (prepare_saves)
+            "save_outlines": len(ol) if (ol := vars(self).get("_outlines")) else 0,
             "model_modules": len(pm.modules) if (pm := self._held_model()) else None,
             "created": st.manifest.get("created"),
             "tool_version": __version__,
