@@ -12,7 +12,12 @@ figures are the saves', not a cold build's):
 3. ``--saves N`` saves, rotating over the largest module, the one nearest
    100 KB and the one nearest 11 KB (a function appended, reported through
    ``didChangeWatchedFiles``, waited for until ``pycsamt.query`` finds it),
-   each followed by the diagnostics pass of the open script;
+   each followed by the diagnostics pass of the open script; save -> found
+   is split into: until the ``index updated`` state (debounce, queue,
+   refresh, publish), the refresh's own wall and CPU time (the server's log
+   line), the last query's round trip and the number of queries (polled
+   every 5 ms, or once the state arrived with ``--wait-state``); the server
+   runs with the ``debounceMs`` users get (250) unless ``--debounce-ms``;
 4. the persist the server schedules 2 s after the last save (waited for
    through ``pycsamt.stats``), then a second of idling.
 
@@ -34,6 +39,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -60,21 +66,37 @@ class Client:
     def __init__(self) -> None:
         self.lc = BaseLanguageClient("bench-save-memory", "0")
         self.diags: asyncio.Queue = asyncio.Queue()
+        #: (arrival time, message) of index states and log lines: the split
+        #: of save -> found (when the snapshot was published, the refresh's
+        #: own time as the server logs it)
+        self.states: list[tuple[float, str]] = []
+        self.logs: list[tuple[float, str]] = []
 
         @self.lc.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _diag(params):
             self.diags.put_nowait(params)
 
+        @self.lc.feature("pycsamt/indexState")
+        def _state(params):
+            msg = getattr(params, "message", None)
+            if msg is None and isinstance(params, dict):
+                msg = params.get("message")
+            self.states.append((time.perf_counter(), str(msg)))
+
+        @self.lc.feature(types.WINDOW_LOG_MESSAGE)
+        def _log(params):
+            self.logs.append((time.perf_counter(), str(params.message)))
+
         for method in (
-            "pycsamt/indexState",
             types.WINDOW_WORK_DONE_PROGRESS_CREATE,
-            types.WINDOW_LOG_MESSAGE,
             types.CLIENT_REGISTER_CAPABILITY,
             types.WINDOW_SHOW_MESSAGE,
         ):
             self.lc.feature(method)(lambda _params: None)
 
-    async def start(self, root: Path, index_dir: Path, env: dict[str, str]) -> None:
+    async def start(
+        self, root: Path, index_dir: Path, env: dict[str, str], debounce_ms: int | None
+    ) -> None:
         await self.lc.start_io(
             sys.executable, "-m", "pycsamt_lsp", "serve", env={**os.environ, **env}
         )
@@ -91,8 +113,9 @@ class Client:
                 initialization_options={
                     "corpusRoot": str(root),
                     "indexDir": str(index_dir),
-                    "debounceMs": 0,
                     "watch": "client",
+                    # None: the setting's default (250 ms), what users run
+                    **({} if debounce_ms is None else {"debounceMs": debounce_ms}),
                 },
                 root_uri=root.as_uri(),
             )
@@ -145,6 +168,8 @@ async def session(
     saves: int,
     env: dict[str, str],
     open_largest: bool = True,
+    debounce_ms: int | None = None,
+    wait_state: bool = False,
 ) -> dict[str, Any]:
     """One server on a fresh copy of the corpus and index (see the module doc)."""
     with tempfile.TemporaryDirectory(prefix="bench-save-mem-") as tmpd:
@@ -154,7 +179,7 @@ async def session(
         idx = tmp / "idx"
         shutil.copytree(index_dir, idx)
         c = Client()
-        await c.start(root, idx, env)
+        await c.start(root, idx, env, debounce_ms)
         steps: dict[str, Any] = {}
         script = tmp / "script.py"
         code = "import pycsamt\nfrom pycsamt.utils.funcutils import nope_fn\n"
@@ -170,6 +195,7 @@ async def session(
         await _drain(c.diags, 1.0)
         steps["largest module opened"] = c.memory()
         lat = []
+        split: list[dict[str, float | None]] = []
         for i in range(saves):
             target = root / picks[i % len(picks)]
             name = f"bench_memory_probe_{i}"
@@ -185,14 +211,25 @@ async def session(
                     ]
                 )
             )
+            polls = 0
+            while wait_state:  # a user's way: the status bar says so, then ask
+                if any(t > t0 and m == "index updated" for t, m in c.states):
+                    break
+                if time.perf_counter() - t0 > 120:
+                    raise TimeoutError("no 'index updated' state after the save")
+                await asyncio.sleep(0.002)
             while True:
+                tq = time.perf_counter()
                 res = await c.command("pycsamt.query", {"query": name, "k": 5})
+                polls += 1
                 if any((r["symbol"] or "").endswith(name) for r in res["results"]):
                     break
                 if time.perf_counter() - t0 > 120:
                     raise TimeoutError(f"the saved {name} was never found")
                 await asyncio.sleep(0.005)
-            lat.append(time.perf_counter() - t0)
+            t_found = time.perf_counter()
+            lat.append(t_found - t0)
+            split.append(_split(c, t0, t_found, tq, polls))
             await _drain(c.diags, 0.3)  # the open script's diagnostics pass
         steps["after saves"] = c.memory()
         t0 = time.perf_counter()
@@ -204,11 +241,47 @@ async def session(
         steps["after persist"] = c.memory()
         await c.stop()
     base = steps["settled"]["VmRSS"]
+    keys = [k for k in split[0] if k != "file"] if split else []
     return {
+        "saves": split,
+        "split_ms_median": {
+            k: statistics.median(v)
+            if (v := [s[k] for s in split if s[k] is not None])
+            else None
+            for k in keys
+        },
         "steps": steps,
         "growth_after_saves_mb": steps["after saves"]["VmRSS"] - base,
         "growth_after_persist_mb": steps["after persist"]["VmRSS"] - base,
         "save_to_found_ms_median": statistics.median(lat) * 1e3,
+    }
+
+
+_REFRESH_MS = re.compile(r"refresh of \d+ paths: .*\(([\d.]+) ms(?:, CPU ([\d.]+) ms)?")
+
+
+def _split(
+    c: Client, t0: float, t_found: float, t_last: float, polls: int
+) -> dict[str, float | None]:
+    """Where one save -> found went (ms from the save's event): until the
+    ``index updated`` state arrived (debounce, queue, refresh, publish),
+    the refresh's own time (the server's log line), the last query's round
+    trip, and how many queries were sent."""
+    state = next((t for t, m in c.states if t > t0 and m == "index updated"), None)
+    refresh = cpu = None
+    for t, m in c.logs:
+        got = _REFRESH_MS.search(m) if t > t0 else None
+        if got:
+            refresh = float(got.group(1))
+            cpu = float(got.group(2)) if got.group(2) else None
+            break
+    return {
+        "found_ms": (t_found - t0) * 1e3,
+        "state_ms": None if state is None else (state - t0) * 1e3,
+        "refresh_ms": refresh,
+        "refresh_cpu_ms": cpu,
+        "last_query_ms": (t_found - t_last) * 1e3,
+        "queries": float(polls),
     }
 
 
@@ -249,6 +322,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the largest module is saved without being opened in the editor",
     )
+    ap.add_argument(
+        "--debounce-ms",
+        type=int,
+        default=None,
+        help="the server's debounceMs (default: the setting's default, 250)",
+    )
+    ap.add_argument(
+        "--wait-state",
+        action="store_true",
+        help="query once the 'index updated' state arrived (no polling before)",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     profile = load_profile()
@@ -270,18 +354,52 @@ def main(argv: list[str] | None = None) -> int:
             for name, env in variants:
                 got = asyncio.run(
                     session(
-                        corpus, tmp / "idx", picks, args.saves, env, not args.no_open
+                        corpus,
+                        tmp / "idx",
+                        picks,
+                        args.saves,
+                        env,
+                        not args.no_open,
+                        args.debounce_ms,
+                        args.wait_state,
                     )
                 )
                 results[name].append(got)
+                sp = got["split_ms_median"]
                 print(
                     f"{name}: settled {got['steps']['settled']['VmRSS']:.1f} MB, "
                     f"+{got['growth_after_saves_mb']:.1f} after {args.saves} saves, "
                     f"+{got['growth_after_persist_mb']:.1f} after the persist "
-                    f"(save -> found {got['save_to_found_ms_median']:.0f} ms)",
+                    f"(save -> found {got['save_to_found_ms_median']:.0f} ms; "
+                    + ", ".join(f"{k} {v:.1f}" for k, v in sp.items() if v is not None)
+                    + ")",
                     flush=True,
                 )
+                for s in got["saves"]:
+                    print(
+                        "   ",
+                        ", ".join(
+                            f"{k} {v:.1f}" for k, v in s.items() if v is not None
+                        ),
+                    )
     print(f"\nfiles saved in turn: {', '.join(picks)}")
+    print("save -> found, ms (medians over runs of per-run medians):")
+    for name, runs in results.items():
+        keys = runs[0]["split_ms_median"]
+        print(
+            f"{name:>10s}  "
+            + ", ".join(
+                f"{k} {statistics.median(v):.1f}"
+                for k in keys
+                if (
+                    v := [
+                        r["split_ms_median"][k]
+                        for r in runs
+                        if r["split_ms_median"][k] is not None
+                    ]
+                )
+            )
+        )
     head = ("variant", "settled", "opened", "saves", "persist", "+saves", "+persist")
     print("  ".join(f"{h:>10s}" for h in head), "(VmRSS MB, medians)")
     for name, runs in results.items():
