@@ -18,6 +18,7 @@ import os
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pycsamt_lsp import cli
@@ -249,3 +250,56 @@ def test_a_corpus_with_a_symlinked_file_is_always_content_checked(tmp_path, sett
         _, report = open_ws(root, idx)
         assert report["update"]["checked"] == "content"
     assert not (idx / freshness.RECORD_NAME).exists()
+
+
+def test_the_name_field_saved_by_the_first_reader_loads_back_to_the_bit(tmp_path):
+    """names.npz (workspace/warm.py): written by the first open of an index,
+    read by the next; the same field as one built from the symbol column,
+    the same rankings, and a save updates it as it would a built one."""
+    from pycsamt_lsp.search.fields import NameField, PackedPostings
+    from pycsamt_lsp.workspace.published import Published
+    from pycsamt_lsp.workspace.warm import NAMES_FILE
+
+    root, idx = built(tmp_path)
+    first, _ = open_ws(root, idx)
+    assert (idx / NAMES_FILE).is_file()
+    ws, _ = open_ws(root, idx)
+    loaded = ws.published.aux.stages.names
+    assert isinstance(loaded.postings, PackedPostings)
+    snap = ws.snapshot
+    fresh = Published.of(snap).aux.stages.names
+    assert not isinstance(fresh.postings, PackedPostings)
+    a, b = loaded.to_arrays(), fresh.to_arrays()
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
+    for q in ("estimate_ss_ama", "static shift", "phase tensor strike"):
+        assert ws.query(q, k=5) == first.query(q, k=5)
+    # a save: the loaded field is updated as the built one would be
+    ss = root / "pycsamt/emtools/ss.py"
+    ss.write_text(ss.read_text() + "\n\ndef estimate_ss_median():\n    pass\n")
+    ws.refresh([ss])
+    first.refresh([ss])
+    a = ws.published.aux.stages.names.to_arrays()
+    b = first.published.aux.stages.names.to_arrays()
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    assert ws.query("estimate_ss_median", k=3) == first.query("estimate_ss_median", k=3)
+    # arrays that disagree are refused
+    bad = dict(fresh.to_arrays())
+    bad["ptr"] = bad["ptr"][:-1]
+    with pytest.raises(ValueError):
+        NameField.from_arrays(bad)
+
+
+def test_a_name_field_of_another_build_is_not_used(tmp_path):
+    from pycsamt_lsp.search.fields import PackedPostings
+    from pycsamt_lsp.workspace.warm import NAMES_FILE
+
+    root, idx = built(tmp_path)
+    open_ws(root, idx)
+    saved = (idx / NAMES_FILE).read_bytes()
+    Workspace(root, load_profile("pycsamt"), index_dir=idx).rebuild()
+    (idx / NAMES_FILE).write_bytes(saved)  # the old build's field
+    ws, _ = open_ws(root, idx)
+    assert not isinstance(ws.published.aux.stages.names.postings, PackedPostings)

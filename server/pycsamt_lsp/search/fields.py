@@ -29,7 +29,7 @@ import numpy as np
 from pycsamt_lsp.index.bm25 import K1, B
 from pycsamt_lsp.index.tokenize import term_counts
 
-__all__ = ["CODE_KINDS", "NameField", "merge_groups", "name_text"]
+__all__ = ["CODE_KINDS", "NameField", "PackedPostings", "merge_groups", "name_text"]
 
 CODE_KINDS = frozenset({"python_symbol", "python_method"})
 _EMPTY_SLOTS = np.zeros(0, np.int64)
@@ -98,6 +98,55 @@ def merge_groups(
             groups.pop(k, None)
         else:
             groups[k] = tuple(m[a:b] for m in merged)
+
+
+class PackedPostings(Mapping[str, tuple[np.ndarray, np.ndarray]]):
+    """``term -> (slots, tfs)`` over two flat arrays, a term's pair sliced on
+    first use.
+
+    Why: a loaded field (:meth:`NameField.from_arrays`) would otherwise slice
+    ~5,000 terms' postings up front (~5-10 ms of a fresh query process,
+    which looks up a handful; warm start, issue 18). The pairs are the same
+    arrays' views a built field holds, so scores are the same bits.
+    """
+
+    __slots__ = ("_bounds", "_f", "_index", "_memo", "_rows")
+
+    def __init__(
+        self, terms: Sequence[str], ptr: np.ndarray, rows: np.ndarray, f: np.ndarray
+    ) -> None:
+        self._index = dict(zip(terms, range(len(terms)), strict=True))
+        self._bounds: list[int] = ptr.tolist()
+        self._rows, self._f = rows, f
+        self._memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __getitem__(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        hit = self._memo.get(term)
+        if hit is None:
+            i = self._index[term]
+            a, b = self._bounds[i], self._bounds[i + 1]
+            hit = self._memo[term] = (self._rows[a:b], self._f[a:b])
+        return hit
+
+    def get(self, term: str, default: Any = None) -> Any:
+        """The term's pair or *default* (the hot lookup: no exception)."""
+        hit = self._memo.get(term)
+        if hit is not None:
+            return hit
+        return self[term] if term in self._index else default
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._index
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def materialized(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Every term's pair in a plain dict (what an update copies and edits)."""
+        return {t: self[t] for t in self._index}
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,6 +229,45 @@ class NameField:
             b,
         )
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The field as flat arrays (:meth:`from_arrays` makes it again, the
+        same postings, lengths and statistics to the bit)."""
+        terms = list(self.postings)
+        pairs = [self.postings[t] for t in terms]
+        ptr = np.zeros(len(terms) + 1, np.int64)
+        np.cumsum([len(r) for r, _ in pairs], out=ptr[1:])
+        return {
+            "terms": np.frombuffer("\n".join(terms).encode("utf-8"), np.uint8),
+            "ptr": ptr,
+            "rows": np.concatenate([r for r, _ in pairs] or [_EMPTY_SLOTS]),
+            "tfs": np.concatenate([f for _, f in pairs] or [np.zeros(0)]),
+            "lens": np.asarray(self.lens, np.float64),
+            "stats": np.array([self.n_slots, self.n_docs], np.int64),
+            "params": np.array([self.total, self.k1, self.b], np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> NameField:
+        """The field :meth:`to_arrays` wrote; ``ValueError`` when they disagree."""
+        raw = bytes(arrays["terms"]).decode("utf-8")
+        terms = raw.split("\n") if raw else []
+        ptr, rows, tfs, lens = (arrays[k] for k in ("ptr", "rows", "tfs", "lens"))
+        n_slots, n_docs = (int(x) for x in arrays["stats"])
+        total, k1, b = (float(x) for x in arrays["params"])
+        if (
+            len(ptr) != len(terms) + 1
+            or int(ptr[-1]) != len(rows)
+            or len(rows) != len(tfs)
+            or len(lens) != n_slots
+            or rows.dtype != np.int64
+            or tfs.dtype != np.float64
+            or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n_slots))
+        ):
+            raise ValueError("name field arrays disagree")
+        return cls(
+            n_slots, PackedPostings(terms, ptr, rows, tfs), lens, n_docs, total, k1, b
+        )
+
     def updated(
         self,
         symbols: Sequence[str | None],
@@ -225,7 +313,11 @@ class NameField:
             lens[slot] = float(length)
             total += float(length)
             n_docs += 1
-        postings = dict(self.postings)
+        postings = (
+            self.postings.materialized()
+            if isinstance(self.postings, PackedPostings)
+            else dict(self.postings)
+        )
         merge_groups(
             postings,
             gone,

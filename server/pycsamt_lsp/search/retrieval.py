@@ -24,7 +24,7 @@ import numpy as np
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
-from pycsamt_lsp.search.fields import merge_groups
+from pycsamt_lsp.search.fields import NameField, merge_groups
 from pycsamt_lsp.search.stages import (
     STAGES,
     StageAux,
@@ -92,9 +92,9 @@ class RankAux:
     uris: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, snap: Snapshot) -> RankAux:
+    def of(cls, snap: Snapshot, names: NameField | None = None) -> RankAux:
         """The boost vectors of *snap*'s chunk table, from one pass over its
-        columns (no chunk text is read).
+        columns (no chunk text is read); *names*: see :meth:`StageAux.of`.
         """
         t = snap.table
         wf_ids: dict[str, int] = {}
@@ -127,7 +127,7 @@ class RankAux:
             kind_ids=kind_ids,
             leaf_slots={k: np.array(v, np.int64) for k, v in leaves.items()},
             symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
-            stages=StageAux.of(snap),
+            stages=StageAux.of(snap, names),
             leaf_heads=_heads({}, leaves),
         )
 

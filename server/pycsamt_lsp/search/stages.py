@@ -228,9 +228,10 @@ class StageAux:
     bodies: BodyCache = field(default_factory=BodyCache)
 
     @classmethod
-    def of(cls, snap: Snapshot) -> StageAux:
+    def of(cls, snap: Snapshot, names: NameField | None = None) -> StageAux:
         """The stage arrays of *snap*: kind masks over live slots, module docs by
-        module name and their code children, and the name field.
+        module name and their code children, and the name field (*names*
+        when given: the one persisted for this very snapshot; warm start).
         """
         t = snap.table
         alive = _alive(snap)
@@ -253,7 +254,9 @@ class StageAux:
         for parent, slots in module_children.items():
             mod_of[slots] = parent
         return cls(
-            names=NameField.build(t.symbols, t.kinds, alive),
+            names=names
+            if names is not None
+            else NameField.build(t.symbols, t.kinds, alive),
             code=code,
             prose=prose,
             module_doc=module_doc,

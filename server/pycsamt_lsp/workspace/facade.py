@@ -261,7 +261,8 @@ class Workspace:
         """How many times a new snapshot was made (full or incremental)."""
         return self._state.builds
 
-    def _publish(self, snap: Snapshot, how: str) -> None:
+    def _publish(self, snap: Snapshot, how: str, names: Any = None) -> None:
+        """Publish *snap* (``names``: its persisted name field, on a load)."""
         from pycsamt_lsp.workspace.published import Published
 
         st = self._state
@@ -270,7 +271,7 @@ class Workspace:
         if how == "update" and old is not None:
             st.published = old.extended(snap)  # updates only append slots
         else:
-            st.published = Published.of(snap)
+            st.published = Published.of(snap, names)
         st.builds += 1
         st.dirty = True
         st.loaded_from = how
@@ -658,6 +659,7 @@ class Workspace:
         ``content``).
         """
         from pycsamt_lsp.workspace import freshness
+        from pycsamt_lsp.workspace.warm import load_names, save_names
 
         with self._lock:
             t0 = time.perf_counter()
@@ -686,11 +688,15 @@ class Workspace:
                 report["reason"] = reason
                 return report
             self._state.manifest = manifest
-            self._publish(snap, "disk")
+            build_id = str(manifest.get("build_id") or "")
+            names = load_names(self.index_dir, build_id, len(snap.table))
+            self._publish(snap, "disk", names)
             self._state.dirty = False
+            if names is None:  # the first reader of this index: for the next
+                pub = self.require_published()
+                save_names(self.index_dir, build_id, pub.aux.stages.names)
             if progress:
                 progress(50, "checking the corpus fingerprint")
-            build_id = str(manifest.get("build_id") or "")
             update: dict[str, Any] | None
             if freshness.still_fresh(
                 record, build_id, self.root, self.profile, self._bundled

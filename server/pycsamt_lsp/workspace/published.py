@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.search.fields import NameField
 from pycsamt_lsp.search.retrieval import RankAux
 
 __all__ = ["Published"]
@@ -25,9 +26,10 @@ class Published:
     aux: RankAux
 
     @classmethod
-    def of(cls, snapshot: Snapshot) -> Published:
-        """The state for *snapshot*, ranking arrays computed from scratch."""
-        return cls(snapshot, RankAux.of(snapshot))
+    def of(cls, snapshot: Snapshot, names: NameField | None = None) -> Published:
+        """The state for *snapshot*, ranking arrays computed from scratch
+        (but for *names*, the name field persisted for this snapshot)."""
+        return cls(snapshot, RankAux.of(snapshot, names))
 
     def extended(self, snapshot: Snapshot) -> Published:
         """The state for *snapshot*, an update of this one (it only appends

@@ -1,0 +1,61 @@
+"""Ranking arrays persisted beside an index by its first reader (warm start).
+
+Why: the name field (:class:`~pycsamt_lsp.search.fields.NameField`, stage
+``field_bm25``) is built from the symbol column by splitting ~7,000 names:
+50-80 ms of CPU, most of what a fresh ``pycsamt-lsp query`` process spent
+after its imports (issue 18). It depends only on the persisted chunk table,
+so the first process that loads an index saves it (``names.npz``, a few
+hundred KB) and later ones read it back in about a millisecond, the same
+arrays to the bit. It is keyed by the index's ``build_id`` and its number
+of slots; anything that does not match or does not load is ignored (the
+field is built as before), and a read-only index folder just means every
+process builds it.
+"""
+
+from __future__ import annotations
+
+import logging
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from pycsamt_lsp.search.fields import NameField
+from pycsamt_lsp.storage.atomic import atomic_write
+
+__all__ = ["NAMES_FILE", "load_names", "save_names"]
+
+log = logging.getLogger(__name__)
+
+NAMES_FILE = "names.npz"
+
+
+def load_names(index_dir: Path, build_id: str, n_slots: int) -> NameField | None:
+    """The name field saved for the index *build_id*, or None."""
+    path = index_dir / NAMES_FILE
+    if not build_id or not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        if bytes(arrays.pop("build_id")).decode() != build_id:
+            return None
+        names = NameField.from_arrays(arrays)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        log.debug("ignoring %s: %s", path, exc)
+        return None
+    return names if names.n_slots == n_slots else None
+
+
+def save_names(index_dir: Path, build_id: str, names: NameField) -> bool:
+    """Save *names* for the index *build_id*; False when it cannot be written."""
+    if not build_id:
+        return False
+    arrays = names.to_arrays()
+    arrays["build_id"] = np.frombuffer(build_id.encode(), np.uint8)
+    try:
+        atomic_write(index_dir / NAMES_FILE, lambda fh: np.savez(fh, **arrays))
+    except OSError as exc:
+        log.debug("name field not saved: %s", exc)
+        return False
+    return True
