@@ -1,26 +1,47 @@
-"""Starting a build's worker processes without re-running the main script.
+"""A build's worker processes.
 
-Build workers are started with ``spawn`` (a server has threads; forking it
-can deadlock). A spawned child first re-runs the parent's main module when
-that module was a script file, as ``pycsamt-lsp`` is: every worker then
-imported the whole command line (answers, commands, evaluation, PDF
-support) before parsing a single file, ~0.8 s of CPU and ~40 MB each on
-two cores. The workers only need importable functions
+The streamed build (``Workspace.rebuild``: the CLI's ``build``, a server's
+build process) uses :class:`PipePool`: plain interpreters fed pickled
+batches over pipes while the building process parses batches too
+(:func:`ordered`), so a two-core build is the building process and one
+worker, without ``multiprocessing``'s resource tracker (issue 18: the
+process tree's peak is the sum of its processes).
+
+The in-memory build (``Workspace.build``) still uses a
+``ProcessPoolExecutor``, started with ``spawn`` (a server has threads;
+forking it can deadlock). A spawned child first re-runs the parent's main
+module when that module was a script file, as ``pycsamt-lsp`` is: every
+worker then imported the whole command line (answers, commands,
+evaluation, PDF support) before parsing a single file, ~0.8 s of CPU and
+~40 MB each on two cores. The workers only need importable functions
 (:func:`pycsamt_lsp.model.state.process_file`), so the main module is
 hidden from ``multiprocessing`` while they start.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from multiprocessing.context import BaseContext
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["main_script_hidden", "plan_batches", "pool_context"]
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
+__all__ = [
+    "PipePool",
+    "batch_target",
+    "main_script_hidden",
+    "ordered",
+    "plan_batches",
+    "pool_context",
+    "serve",
+]
+
+log = logging.getLogger(__name__)
 
 #: batches per worker in a parallel build: more balance the end, fewer
 #: cost less in messages (each is one round trip of the pool's queues)
@@ -55,12 +76,20 @@ def pool_context() -> BaseContext:
     other thread only): the workers then start at once with the parent's
     imports, at the price of sharing its pages (which ``ps`` counts in each).
     """
+    import multiprocessing
+
     method = os.environ.get("PYCSAMT_LSP_START", "spawn")
     if method == "fork" and (
         not sys.platform.startswith("linux") or threading.active_count() > 1
     ):
         method = "spawn"
     return multiprocessing.get_context(method)
+
+
+def batch_target(sizes: Sequence[int], workers: int) -> int:
+    """Bytes of one batch of :func:`plan_batches`; files this large or
+    larger are batches of their own."""
+    return max(sum(sizes) // max(workers * _BATCHES_PER_WORKER, 1), 1)
 
 
 def plan_batches(sizes: Sequence[int], workers: int) -> list[list[int]]:
@@ -72,8 +101,7 @@ def plan_batches(sizes: Sequence[int], workers: int) -> list[list[int]]:
     so no long parse starts at the end. The rest keep path order (results
     are written in that order: early ones need not wait for late ones).
     """
-    total = sum(sizes)
-    target = max(total // max(workers * _BATCHES_PER_WORKER, 1), 1)
+    target = batch_target(sizes, workers)
     big = sorted(
         (i for i, n in enumerate(sizes) if n >= target), key=lambda i: -sizes[i]
     )
@@ -92,3 +120,288 @@ def plan_batches(sizes: Sequence[int], workers: int) -> list[list[int]]:
     if cur:
         out.append(cur)
     return out
+
+
+# -- pipe workers: the streamed build's pool ------------------------------------
+
+#: ``python -c`` body of a pipe worker: ``sys.path`` first (as
+#: ``multiprocessing.spawn`` hands it over), then the loop of :func:`serve`.
+_BOOT = (
+    "import sys, pickle; sys.path[:] = pickle.load(sys.stdin.buffer); "
+    "from pycsamt_lsp.index.workers import serve; serve()"
+)
+#: batches sent to a worker ahead of its results: one running, one waiting
+#: in the pipe, so it never idles while the building process is busy
+_DEPTH = 2
+_HEADER = 8  # bytes of a result's length prefix
+
+
+def serve() -> None:
+    """A pipe worker's main loop (started by :class:`PipePool`).
+
+    Reads pickles from stdin: ``sys.path`` (read by the boot line), then
+    ``("module:function", fixed)``, then ``(key, item)`` per batch until
+    EOF; answers each batch with one length-prefixed pickle on stdout,
+    ``(key, True, function((*fixed, item)))`` or ``(key, False, traceback)``.
+    Its stdout is the result channel only: file descriptor 1 is pointed at
+    stderr, so a stray print cannot corrupt it. No cyclic collection (the
+    work makes no cyclic garbage worth a collection, :func:`heap.no_gc`);
+    what the imports made is frozen out of reach anyway.
+    """
+    import gc
+    import importlib
+    import pickle
+    import traceback
+
+    gc.disable()
+    inp = sys.stdin.buffer
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    target, fixed = pickle.load(inp)
+    module, _, name = target.partition(":")
+    func = getattr(importlib.import_module(module), name)
+    gc.freeze()
+    while True:
+        try:
+            key, item = pickle.load(inp)
+        except EOFError:
+            return
+        try:
+            reply = (key, True, func((*fixed, item)))
+        except Exception:  # noqa: BLE001 - the parent re-runs the batch itself
+            reply = (key, False, traceback.format_exc())
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        del reply
+        out.write(len(data).to_bytes(_HEADER, "little"))
+        out.write(data)
+        out.flush()
+        del data
+
+
+class _Worker:
+    """One pipe worker: its process, its stdin, and the batches it holds."""
+
+    def __init__(self, proc: Any, index: int) -> None:
+        self.proc = proc
+        self.index = index
+        self.held: list[int] = []  # batch keys sent, not answered yet
+        self.alive = True
+
+
+class PipePool:
+    """Worker processes fed and read over pipes, without ``multiprocessing``.
+
+    A ``ProcessPoolExecutor`` costs a build more than its workers: spawning
+    starts ``multiprocessing``'s resource tracker (one more interpreter,
+    ~12 MB resident for the whole build) and each worker imports
+    ``multiprocessing`` and ``concurrent.futures``. These workers are plain
+    ``python -c`` processes (:func:`serve`) that get pickled batches on
+    stdin and answer on stdout; one reader thread per worker moves the
+    answers, still encoded, onto a queue (reads release the GIL, so the
+    building thread keeps working). A worker that dies ends its pipe: the
+    reader reports it and :func:`ordered` gives its batches to the others
+    or to the building process, so a killed worker never hangs a build.
+    Workers leave with their stdin (the parent's exit or :meth:`close`) and
+    stay in the parent's process group (a cancelled build stops them too).
+    """
+
+    def __init__(self, n: int, target: str, fixed: tuple[Any, ...]) -> None:
+        import pickle
+        import queue
+        import subprocess
+
+        self._events: queue.SimpleQueue[tuple[int, bytes | None]] = queue.SimpleQueue()
+        self.workers: list[_Worker] = []
+        # what multiprocessing.spawn passes on: interpreter flags, sys.path
+        cmd = [
+            sys.executable,
+            *subprocess._args_from_interpreter_flags(),
+            "-c",
+            _BOOT,
+        ]
+        hello = pickle.dumps(list(sys.path)) + pickle.dumps(
+            (target, fixed), protocol=pickle.HIGHEST_PROTOCOL
+        )
+        for i in range(n):
+            try:
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+                )
+            except OSError as exc:
+                log.warning("could not start a build worker: %s", exc)
+                break
+            w = _Worker(proc, i)
+            self.workers.append(w)
+            threading.Thread(
+                target=self._read,
+                args=(w,),
+                name=f"pycsamt-build-read-{i}",
+                daemon=True,
+            ).start()
+            self._send(w, hello)
+
+    def _read(self, w: _Worker) -> None:
+        """Reader thread: each answer's bytes onto the queue; None at EOF."""
+        fh = w.proc.stdout
+        try:
+            while True:
+                head = fh.read(_HEADER)
+                if len(head) < _HEADER:
+                    break
+                size = int.from_bytes(head, "little")
+                parts = []
+                while size:
+                    block = fh.read(size)
+                    if not block:
+                        break
+                    parts.append(block)
+                    size -= len(block)
+                if size:
+                    break
+                self._events.put((w.index, b"".join(parts)))
+        except (OSError, ValueError):
+            pass
+        self._events.put((w.index, None))
+
+    def _send(self, w: _Worker, data: bytes) -> bool:
+        try:
+            w.proc.stdin.write(data)
+            return True
+        except (OSError, ValueError):  # it died: its reader says so
+            return False
+
+    def send(self, w: _Worker, key: int, item: Any) -> None:
+        """Give *w* the batch *key* (held until its answer or its end)."""
+        import pickle
+
+        w.held.append(key)
+        self._send(w, pickle.dumps((key, item), protocol=pickle.HIGHEST_PROTOCOL))
+
+    def next_event(self) -> tuple[_Worker, bytes | None]:
+        """The next answer (or a worker's end: None), waiting for it."""
+        i, data = self._events.get()
+        return self.workers[i], data
+
+    def ready(self) -> bool:
+        """Whether an event waits (:meth:`next_event` would not block)."""
+        return not self._events.empty()
+
+    def close(self, *, kill: bool = False) -> None:
+        """Let the workers go (stdin closed: they exit); *kill* stops them
+        now (a failed build). Waits for them, killing any that lingers."""
+        for w in self.workers:
+            if kill:
+                w.proc.kill()
+            try:
+                w.proc.stdin.close()
+            except OSError:
+                pass
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
+                w.proc.kill()
+                w.proc.wait()
+            for fh in (w.proc.stdout,):
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+
+
+def ordered(
+    batches: Sequence[Sequence[int]],
+    item_of: Callable[[Sequence[int]], Any],
+    here: Callable[[Any], list[Any]],
+    pool: PipePool | None,
+    *,
+    big: Collection[int] = (),
+) -> Iterator[Any]:
+    """Results of every batch, one per position (``batches`` lists
+    positions), yielded in position order.
+
+    The building process works too: whenever the next result in order is
+    not there yet and no answer is waiting, it runs the next batch itself
+    (``here(item_of(batch))``), so the build needs one worker process fewer
+    for the same cores (each is an interpreter with its own imports and
+    heap: the tree's peak is their sum). Workers are kept ``_DEPTH``
+    batches ahead and take the batches in plan order, *big* ones (parsed
+    alone: their syntax trees are the largest transient) before the
+    building process would. A worker's failed batch is run here (its
+    error, if it is one, is raised here); a dead worker's batches go back
+    to the queue.
+    """
+    import pickle
+    from collections import deque
+
+    pending = deque(range(len(batches)))
+    waiting: dict[int, Any] = {}
+    total = sum(len(b) for b in batches)
+    nxt = 0
+    live = [w for w in pool.workers if w.alive] if pool is not None else []
+
+    def put(key: int, out: list[Any]) -> None:
+        waiting.update(zip(batches[key], out, strict=True))
+
+    def feed() -> None:
+        for w in live:
+            while len(w.held) < _DEPTH and pending:
+                key = pending.popleft()
+                assert pool is not None
+                pool.send(w, key, item_of(batches[key]))
+
+    def take() -> None:
+        """Handle one worker event (waits for it)."""
+        assert pool is not None
+        w, data = pool.next_event()
+        if data is None:
+            if w.alive:
+                w.alive = False
+                live.remove(w)
+                try:  # its pipe ends as it exits: reaped in a moment
+                    code = w.proc.wait(timeout=5)
+                except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
+                    code = None
+                log.warning(
+                    "build worker %d ended (exit code %s); %d batch(es) it held "
+                    "are parsed here",
+                    w.index,
+                    code,
+                    len(w.held),
+                )
+                pending.extendleft(reversed(w.held))
+                w.held.clear()
+            return
+        key, ok, value = pickle.loads(data)
+        del data
+        w.held.remove(key)
+        if ok:
+            put(key, value)
+        else:
+            log.warning(
+                "build worker %d failed on a batch; parsing it here:\n%s",
+                w.index,
+                value,
+            )
+            put(key, here(item_of(batches[key])))
+
+    feed()
+    while nxt < total:
+        while pool is not None and pool.ready():
+            take()
+        feed()
+        if nxt in waiting:
+            while nxt in waiting:
+                yield waiting.pop(nxt)
+                nxt += 1
+            continue
+        mine = next((k for k in pending if k not in big), None)
+        if mine is None and pending:
+            mine = pending[0]
+        if mine is not None:
+            pending.remove(mine)
+            put(mine, here(item_of(batches[mine])))
+        elif any(w.held for w in live):
+            take()
+        else:
+            raise RuntimeError("build results missing (positions not covered)")

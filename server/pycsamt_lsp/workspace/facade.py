@@ -53,13 +53,12 @@ if TYPE_CHECKING:
     # (load the index, check its fingerprint, answer) needs none of the
     # build's modules (chunkers, the package model, worker pools: ~0.1 s of
     # a fresh query process, issue 18).
-    from concurrent.futures import ProcessPoolExecutor
-
     from pycsamt_lsp.answer.service import AnswerService
     from pycsamt_lsp.cards.service import CardService
     from pycsamt_lsp.chunking import Chunk, FileChunks
     from pycsamt_lsp.chunking.incremental import Outlines, TreeCache
     from pycsamt_lsp.chunking.pdf import PaperService
+    from pycsamt_lsp.index.workers import PipePool
     from pycsamt_lsp.model.package import PackageModel
     from pycsamt_lsp.model.state import BuildJob, PackedFile
     from pycsamt_lsp.search.dense.service import DenseService
@@ -437,7 +436,7 @@ class Workspace:
             if progress:
                 progress(0, f"scanning {self.root}")
             refused: dict[str, str] = {}  # not regular, outside, bad names
-            pools: list[ProcessPoolExecutor] = []
+            pools: list[PipePool] = []
             listed: dict[str, Path] = {}
             for rel, path in iter_corpus_files(self.root, self.profile, refused):
                 listed[rel] = path
@@ -496,7 +495,7 @@ class Workspace:
                         )
                 models.finish({r: model_shas[r] for r in modules if r in model_shas})
                 for pool in pools:  # the workers exit before the index files' peak
-                    pool.shutdown()
+                    pool.close()
                 t_parsed = time.perf_counter()
             if progress:
                 progress(88, "writing the BM25 index")
@@ -545,43 +544,42 @@ class Workspace:
                 heap.compact()
         return report
 
-    def _start_pool(self, pools: list[ProcessPoolExecutor], stack: ExitStack) -> None:
+    def _start_pool(self, pools: list[PipePool], stack: ExitStack) -> None:
         """Start the build's worker processes now (once, into *pools*).
 
         Called as soon as the listing shows the corpus is large enough, so
-        the workers' interpreter start and imports (``worker_init``) overlap
-        the rest of the listing instead of following it. The pool is shut
-        down when *stack* closes, its queued batches cancelled (a failed
-        write does not wait for them).
+        the workers' interpreter start and imports overlap the rest of the
+        listing instead of following it. This process is one of the
+        ``workers``: it parses batches too (:func:`~pycsamt_lsp.index.workers.ordered`),
+        so ``workers - 1`` processes are started. They are stopped when
+        *stack* closes (a failed write does not wait for their batches).
         """
         if pools or self.workers < 2:
             return
-        from concurrent.futures import ProcessPoolExecutor
+        from pycsamt_lsp.index.workers import PipePool
 
-        from pycsamt_lsp.index.workers import main_script_hidden, pool_context
-        from pycsamt_lsp.model.state import worker_init
-
-        pool = ProcessPoolExecutor(
-            self.workers, mp_context=pool_context(), initializer=worker_init
+        pool = PipePool(
+            self.workers - 1,
+            "pycsamt_lsp.model.state:pack_batch",
+            (self.profile, str(self.root)),
         )
-        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+        stack.callback(pool.close, kill=True)
         pools.append(pool)
-        with main_script_hidden():  # each submit starts one process
-            for _ in range(self.workers):
-                pool.submit(os.getpid)
 
     def _packed_in_order(
-        self, jobs: list[BuildJob], pool: ProcessPoolExecutor | None
+        self, jobs: list[BuildJob], pool: PipePool | None
     ) -> Iterator[PackedFile]:
-        """``pack_batch`` over *jobs* (in *pool*, else here), results yielded
-        in job order.
+        """``pack_batch`` over *jobs* (in *pool*'s workers and here), results
+        yielded in job order.
 
-        Large files go first, each alone, so the workers finish together
-        (the longest parse does not start last); the rest follow in path
-        order in batches of about the same number of bytes. Results that
-        arrive before their turn wait here, already compact.
+        Large files go first, each alone, to the workers, so the processes
+        finish together (the longest parse does not start last) and the
+        largest syntax trees are not built in this process, whose heap holds
+        the index being written; the rest follow in path order in batches of
+        about the same number of bytes. Results that arrive before their
+        turn wait here, already compact.
         """
-        from pycsamt_lsp.index.workers import plan_batches
+        from pycsamt_lsp.index.workers import batch_target, ordered, plan_batches
         from pycsamt_lsp.model.state import pack_batch
 
         sizes = []
@@ -591,11 +589,24 @@ class Workspace:
             except OSError:
                 sizes.append(0)
         batches = plan_batches(sizes, self.workers)
-        args = [(self.profile, str(self.root), [jobs[i] for i in b]) for b in batches]
-        if pool is not None:
-            yield from _in_order(batches, pool.map(pack_batch, args))
-        else:
+        if pool is None:
+            args = (
+                (self.profile, str(self.root), [jobs[i] for i in b]) for b in batches
+            )
             yield from _in_order(batches, map(pack_batch, args))
+            return
+        target = batch_target(sizes, self.workers)
+        big = {
+            k for k, b in enumerate(batches) if len(b) == 1 and sizes[b[0]] >= target
+        }
+        profile, root = self.profile, str(self.root)
+        yield from ordered(
+            batches,
+            lambda b: [jobs[i] for i in b],
+            lambda item: pack_batch((profile, root, item)),
+            pool,
+            big=big,
+        )
 
     def _build_isolated(self, progress: Progress | None) -> dict[str, Any] | None:
         """:meth:`rebuild` in a child process; None when that failed."""

@@ -1,0 +1,103 @@
+"""The streamed build's pipe workers (``index.workers.PipePool``, ``ordered``).
+
+The building process parses batches itself and feeds worker processes over
+pipes; these tests hold the results to the serial ones, in order, and check
+that a worker that dies or raises costs the build nothing but time: its
+batches are parsed by the building process, never a hang, and a batch that
+fails everywhere raises its own error in the building process.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+import pycsamt_lsp.index.workers as workers
+import pycsamt_lsp.workspace.facade as facade
+from pycsamt_lsp.index.workers import PipePool, ordered
+from pycsamt_lsp.workspace.facade import Workspace
+from test_streamed_build import PROFILE, assert_same_index, make_tree
+
+#: the first two (plan order) always go to the worker: fed before this
+#: process takes a batch of its own
+BATCHES = [[3], [6, 7, 8], [0, 1, 2], [4, 5], [9], [10, 11, 12, 13]]
+
+
+def _run(target: str, here=None, big=(0,)) -> list[int]:
+    pool = PipePool(1, f"build_worker_targets:{target}", (100,))
+    try:
+        local = here or (lambda items: [i * i + 100 for i in items])
+        return list(ordered(BATCHES, lambda b: list(b), local, pool, big=big))
+    finally:
+        pool.close()
+
+
+def test_results_come_in_position_order_from_the_worker_and_here() -> None:
+    seen: list[list[int]] = []
+
+    def here(items: list[int]) -> list[int]:
+        seen.append(items)
+        return [i * i + 100 for i in items]
+
+    assert _run("square", here) == [i * i + 100 for i in range(14)]
+    assert [3] not in seen  # a big batch goes to a worker while one lives
+    assert len(seen) < len(BATCHES)  # the worker took some
+
+
+def test_a_dead_worker_s_batches_are_parsed_here(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger=workers.__name__):
+        got = _run("die_on_seven")
+    assert got == [i * i + 100 for i in range(14)]
+    assert "build worker 0 ended (exit code 3)" in caplog.text
+
+
+def test_a_failed_batch_is_run_here_and_its_error_raised_here(caplog) -> None:
+    def here(items: list[int]) -> list[int]:
+        if 7 in items:
+            raise ValueError("seven, here too")
+        return [i * i + 100 for i in items]
+
+    calls = []
+
+    def counting(items: list[int]) -> list[int]:
+        calls.append(items)
+        return here(items)
+
+    with (
+        caplog.at_level(logging.WARNING, logger=workers.__name__),
+        pytest.raises(ValueError, match="here too"),  # the error raised here
+    ):
+        _run("raise_on_seven", counting)
+    assert "ValueError: seven" in caplog.text  # the worker's traceback, logged
+    assert [6, 7, 8] in calls
+
+
+def test_no_worker_at_all_is_a_serial_run() -> None:
+    got = list(ordered(BATCHES, list, lambda it: [i + 1 for i in it], None))
+    assert got == [i + 1 for i in range(14)]
+
+
+def test_a_worker_killed_mid_build_still_gives_the_same_index(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """Through the facade: the worker dies on its first batch (as if killed);
+    the build finishes here and writes what a serial build writes."""
+    root = tmp_path / "corpus"
+    make_tree(root, 40)
+    serial = Workspace(root, PROFILE, index_dir=tmp_path / "a", workers=1)
+    serial.rebuild()
+
+    class Dying(PipePool):
+        def __init__(self, n: int, target: str, fixed: tuple) -> None:
+            assert target == "pycsamt_lsp.model.state:pack_batch"
+            super().__init__(n, "build_worker_targets:die_on_seven", (0,))
+
+    monkeypatch.setattr(workers, "PipePool", Dying)
+    monkeypatch.setattr(facade, "_PARALLEL_MIN_FILES", 1)
+    ws = Workspace(root, PROFILE, index_dir=tmp_path / "b", workers=2)
+    with caplog.at_level(logging.WARNING, logger=workers.__name__):
+        ws.rebuild()
+    assert "exit code 3" in caplog.text
+    assert_same_index(tmp_path / "a", tmp_path / "b", model_bytes=False)
