@@ -98,6 +98,27 @@ def test_the_pre_check_gives_what_the_full_walk_gives():
     assert skipped > 100  # the fast path itself was exercised
 
 
+def test_tree_pre_check_is_its_two_regexes():
+    """_tree_is_clean tests plain substrings: the same answer as the words
+    regex on the lowered JSON and the shapes regex on the JSON."""
+    from pycsamt_lsp.text import secrets as s
+
+    def spec(tree: object) -> bool:
+        blob = s._TREE_JSON(tree)
+        return blob.isascii() and (
+            s._TREE_LOW.search(blob.lower()) is None
+            and s._TRIGGER_SHAPE.search(blob) is None
+        )
+
+    rnd = random.Random(181)
+    for _ in range(4000):
+        tree = [_random_tree(rnd)]
+        assert s._tree_is_clean(tree) == spec(tree), tree
+    for word in _WORDS:
+        for tree in ([word], [{"name": "x" * 300, "default": word}]):
+            assert s._tree_is_clean(tree) == spec(tree), word
+
+
 # -- the dynamic-namespace scans: pruned walks ---------------------------------
 
 

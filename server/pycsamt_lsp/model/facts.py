@@ -205,6 +205,10 @@ class _Src:
     def __init__(self, data: bytes | str) -> None:
         if isinstance(data, str):
             raw = data.encode("utf-8", "surrogatepass")
+        elif not data.startswith(b"\xef\xbb\xbf"):
+            # valid UTF-8 decodes and encodes back to itself, and invalid
+            # bytes were kept as they are: no copy round trip (issue 18)
+            raw = data
         else:
             try:
                 raw = data.decode("utf-8-sig").encode("utf-8")

@@ -309,7 +309,8 @@ def _pack_chunks(fc: FileChunks) -> PackedChunks:
     counts = fc.counts or []
     lines = [c.json_line() for c in chunks]
     keys = list(chain.from_iterable(counts))
-    local = {t: i for i, t in enumerate(dict.fromkeys(keys))}
+    uniq = dict.fromkeys(keys)
+    local = dict(zip(uniq, range(len(uniq)), strict=True))  # term -> position
     return (
         fc.error,
         b"".join(lines),

@@ -218,9 +218,18 @@ def _tree_is_clean(value: list | dict) -> bool:
         return False  # not JSON-like: the walk below handles it
     if not blob.isascii():
         return False
-    return (
-        _TREE_LOW.search(blob.lower()) is None and _TRIGGER_SHAPE.search(blob) is None
-    )
+    # _TREE_LOW's alternatives as plain substrings and the shapes as
+    # may_hold_secret tests them (the prefix-less regexes scanned every byte:
+    # most of the model's parameter masking in a build; issue 18)
+    low = blob.lower()
+    for w in _TREE_WORDS:
+        if w in low:
+            return False
+    if "key" in low:
+        for w in _LOW_KEYS:
+            if w in low:
+                return False
+    return not _has_shape(blob)
 
 
 def mask_tree(value: object, *, python: bool = True) -> object:
@@ -280,6 +289,12 @@ def may_hold_secret(text: str) -> bool:
                 return True
     if "auth" in low and _AUTH_WORD.search(low) is not None:
         return True
+    return _has_shape(text)
+
+
+def _has_shape(text: str) -> bool:
+    """``_TRIGGER_SHAPE.search(text) is not None``, by its plain substrings
+    (a regex only behind a literal prefix)."""
     for w in _SHAPE_WORDS:
         if w in text:
             return True
@@ -299,6 +314,8 @@ _LOW_KEYS = tuple(
 )
 _AUTH_WORD = re.compile(r"auth(?:oriz|_|\b)")
 _SHAPE_WORDS = ("sk-", "AKIA", "ASIA", "AIza", "-----BEGIN")
+#: _TREE_LOW's alternatives but the ``...key`` ones (:data:`_LOW_KEYS`).
+_TREE_WORDS = (*_LOW_WORDS, "auth")
 _GH_TOKEN = re.compile(r"gh[pousr]_")
 _XOX_TOKEN = re.compile(r"xox[abprs]-")
 _URL_PASSWORD = re.compile(r"://[^/\s]*@")
