@@ -535,7 +535,7 @@ class BM25Index:
         """Inverse of :meth:`arrays`; raises ``ValueError`` on inconsistent input."""
         blob = bytes(a["vocab"]).decode("utf-8")
         terms = blob.split("\n") if blob else []
-        vocab = {t: i for i, t in enumerate(terms)}
+        vocab = dict(zip(terms, range(len(terms)), strict=True))  # built in C
         k1, b, main_n = (float(x) for x in a["params"])
         n_slots = len(a["alive"])
         if (
