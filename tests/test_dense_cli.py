@@ -135,8 +135,8 @@ def test_build_embed_query_dense_refresh_and_gate(corpus):
 )
 def test_build_embed_minilm_query_dense_and_refresh(corpus):  # pragma: no cover
     """The real local model through the CLI: vectors, the fused query (the
-    dense list anchored on BM25's first hit) and a rebuild after an edit
-    that sends only the changed chunk to the model."""
+    default fusion stages, BM25's first hit kept first) and a rebuild after
+    an edit that sends only the changed chunk to the model."""
     root, profile, idx = corpus
     emb = json.loads(
         _run(root, profile, idx, "build", "--json", "--embed", "minilm").stdout
@@ -158,7 +158,8 @@ def test_build_embed_minilm_query_dense_and_refresh(corpus):  # pragma: no cover
     )
     assert res["retrieval"] == "dense+bm25", res.get("dense_error")
     assert res["embed_model"] == "minilm:all-MiniLM-L6-v2"
-    assert res["dense_anchor"]  # BM25's first hit had a fresh vector
+    assert res["fusion_stages"] == ["bm25_first", "dense_depth"]
+    assert res["dense_anchor"] is None and res["n_dense"] <= 3  # prf is off
     assert "pkg.core.shift.correct_shift" in [r["symbol"] for r in res["results"]]
     phase = root / "pkg/phase.py"
     phase.write_text(

@@ -366,6 +366,10 @@ def build_embeddings(
     items = sorted(todo.values(), key=lambda tp: len(tp[0]))
     pending: list[tuple[list[int], np.ndarray]] = []
     done = 0
+    # the time left is estimated from characters, not texts: texts go short
+    # first, so a rate in texts/s promised a third of the real time left
+    total_chars = sum(len(t) for t, _ in items) or 1
+    done_chars = 0
     for b in range(0, len(items), max(int(group), 1)):
         part = items[b : b + max(int(group), 1)]
         vecs = l2_normalize(backend.embed([t for t, _ in part]))
@@ -379,10 +383,11 @@ def build_embeddings(
         for (_, where), v in zip(part, vecs, strict=True):
             pending.append((where, v))
         done += len(part)
+        done_chars += sum(len(t) for t, _ in part)
         if progress:
             el = time.perf_counter() - t0
             rate = done / el if el > 0 else 0.0
-            eta = (len(items) - done) / rate if rate > 0 else 0.0
+            eta = el * (total_chars - done_chars) / max(done_chars, 1)
             progress(
                 int(100 * done / max(len(items), 1)),
                 f"embedded {done}/{len(items)} texts ({rate:.1f}/s, ~{eta:.0f} s left)",
