@@ -10,6 +10,7 @@ fails everywhere raises its own error in the building process.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,43 @@ def test_a_worker_killed_mid_build_still_gives_the_same_index(
         ws.rebuild()
     assert "exit code 3" in caplog.text
     assert_same_index(tmp_path / "a", tmp_path / "b", model_bytes=False)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_leaves_when_its_parent_is_killed(tmp_path: Path) -> None:
+    """No orphan: a worker whose parent died (SIGKILL, nothing cleaned up)
+    reads the end of its stdin and exits."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    code = (
+        "import sys, time\n"
+        f"sys.path[:0] = {sys.path!r}\n"
+        "from pycsamt_lsp.index.workers import PipePool\n"
+        "pool = PipePool(1, 'build_worker_targets:square', (0,))\n"
+        "print(pool.workers[0].proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        pid = int(parent.stdout.readline())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    state = fh.read().rsplit(")", 1)[1].split()[0]
+            except FileNotFoundError:
+                break  # gone (reaped by init)
+            if state == "Z":
+                break  # exited, waiting for init to reap it
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the worker outlived its parent")
+    finally:
+        parent.kill()
+        parent.stdout.close()

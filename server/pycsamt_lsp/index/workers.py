@@ -146,14 +146,19 @@ def serve() -> None:
     Its stdout is the result channel only: file descriptor 1 is pointed at
     stderr, so a stray print cannot corrupt it. No cyclic collection (the
     work makes no cyclic garbage worth a collection, :func:`heap.no_gc`);
-    what the imports made is frozen out of reach anyway.
+    what the imports made is frozen out of reach anyway. Ctrl-C is left to
+    the parent (the terminal sends it to the whole group): it stops the
+    workers, so they do not each print a traceback; a parent gone (its end
+    of a pipe closed) ends the worker quietly.
     """
     import gc
     import importlib
     import pickle
+    import signal
     import traceback
 
     gc.disable()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp = sys.stdin.buffer
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -164,7 +169,7 @@ def serve() -> None:
     while True:
         try:
             key, item = pickle.load(inp)
-        except EOFError:
+        except (EOFError, OSError):
             return
         try:
             reply = (key, True, func((*fixed, item)))
@@ -172,9 +177,12 @@ def serve() -> None:
             reply = (key, False, traceback.format_exc())
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         del reply
-        out.write(len(data).to_bytes(_HEADER, "little"))
-        out.write(data)
-        out.flush()
+        try:
+            out.write(len(data).to_bytes(_HEADER, "little"))
+            out.write(data)
+            out.flush()
+        except OSError:  # BrokenPipeError: the parent is gone
+            return
         del data
 
 
@@ -186,6 +194,7 @@ class _Worker:
         self.index = index
         self.held: list[int] = []  # batch keys sent, not answered yet
         self.alive = True
+        self.reader: threading.Thread | None = None
 
 
 class PipePool:
@@ -225,19 +234,20 @@ class PipePool:
         for i in range(n):
             try:
                 proc = subprocess.Popen(
-                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE
                 )
             except OSError as exc:
                 log.warning("could not start a build worker: %s", exc)
                 break
             w = _Worker(proc, i)
             self.workers.append(w)
-            threading.Thread(
+            w.reader = threading.Thread(
                 target=self._read,
                 args=(w,),
                 name=f"pycsamt-build-read-{i}",
                 daemon=True,
-            ).start()
+            )
+            w.reader.start()
             self._send(w, hello)
 
     def _read(self, w: _Worker) -> None:
@@ -245,20 +255,15 @@ class PipePool:
         fh = w.proc.stdout
         try:
             while True:
-                head = fh.read(_HEADER)
+                head = fh.read(_HEADER)  # buffered: whole, or short at EOF
                 if len(head) < _HEADER:
                     break
                 size = int.from_bytes(head, "little")
-                parts = []
-                while size:
-                    block = fh.read(size)
-                    if not block:
-                        break
-                    parts.append(block)
-                    size -= len(block)
-                if size:
+                data = fh.read(size)
+                if len(data) < size:
                     break
-                self._events.put((w.index, b"".join(parts)))
+                self._events.put((w.index, data))
+                del data
         except (OSError, ValueError):
             pass
         self._events.put((w.index, None))
@@ -266,6 +271,7 @@ class PipePool:
     def _send(self, w: _Worker, data: bytes) -> bool:
         try:
             w.proc.stdin.write(data)
+            w.proc.stdin.flush()
             return True
         except (OSError, ValueError):  # it died: its reader says so
             return False
@@ -302,11 +308,12 @@ class PipePool:
             except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
                 w.proc.kill()
                 w.proc.wait()
-            for fh in (w.proc.stdout,):
-                try:
-                    fh.close()
-                except OSError:
-                    pass
+            if w.reader is not None:  # its pipe ended with the process
+                w.reader.join(timeout=10)
+            try:
+                w.proc.stdout.close()
+            except OSError:
+                pass
 
 
 def ordered(
