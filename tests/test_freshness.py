@@ -17,13 +17,14 @@ import json
 import os
 from contextlib import redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from pycsamt_lsp import cli
 from pycsamt_lsp.corpus.profile import load_profile
-from pycsamt_lsp.index import store
+from pycsamt_lsp.index import mapped, store
 from pycsamt_lsp.workspace import facade, freshness
 from pycsamt_lsp.workspace.facade import Workspace
 
@@ -85,6 +86,7 @@ def no_reads(monkeypatch) -> None:
 
     monkeypatch.setattr(facade, "hash_file", refuse)
     monkeypatch.setattr(store, "_sha256_file", refuse)
+    monkeypatch.setattr(mapped, "zlib", SimpleNamespace(crc32=refuse))
 
 
 def test_second_open_checks_by_stat_and_reads_nothing(tmp_path, settled, monkeypatch):
@@ -202,6 +204,23 @@ def test_chunks_jsonl_corrupted_in_place_is_rebuilt(tmp_path, settled):
     _, report = open_ws(root, idx)
     assert "corrupt" in report.get("reason", "")
     assert report["action"] != "load"
+
+
+def test_index_npz_corrupted_in_place_is_rebuilt(tmp_path, settled):
+    """A mapped array's bytes changed after the record: its stat changed, so
+    its CRC is checked again and the index rebuilt."""
+    root, idx = built(tmp_path)
+    open_ws(root, idx)
+    npz = idx / "index.npz"
+    data = bytearray(npz.read_bytes())
+    mid = len(data) // 2
+    data[mid] ^= 0xFF
+    with open(npz, "r+b") as fh:
+        fh.write(data)
+    ws, report = open_ws(root, idx)
+    assert report["action"] != "load" and report.get("reason")
+    top = ws.query("estimate_ss_ama", k=3)["results"][0]
+    assert top["symbol"] == "pycsamt.emtools.ss.estimate_ss_ama"
 
 
 def test_a_record_of_another_build_is_ignored(tmp_path, settled):

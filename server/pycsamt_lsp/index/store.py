@@ -380,11 +380,12 @@ def load_snapshot(
 ) -> tuple[Snapshot, dict[str, Any]]:
     """Load a persisted snapshot; :class:`IndexLoadError` with the reason otherwise.
 
-    ``chunks.jsonl`` is checked against the manifest's SHA-256 unless
+    ``chunks.jsonl`` is checked against the manifest's SHA-256 and the
+    mapped arrays of ``index.npz`` against their zip CRCs, each unless
     ``verified(manifest, path)`` says this very file was checked before (the
     workspace's freshness record: same inode, size, mtime and ctime as when
-    an earlier load hashed it; warm start, issue 18). Its size is checked
-    against the index either way.
+    an earlier load checked it; warm start, issue 18). Sizes, shapes and the
+    build id are checked either way.
     """
     manifest = read_manifest(index_dir)
     if manifest.get("profile") != profile_name:
@@ -400,7 +401,10 @@ def load_snapshot(
         chunks_sha = _sha256_meanwhile(chunks_path)
     try:
         meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
-        arrays = load_npz(index_dir / "index.npz")  # postings mapped, not copied
+        npz = index_dir / "index.npz"
+        arrays = load_npz(  # postings mapped, not copied
+            npz, check_crc=verified is None or not verified(manifest, npz)
+        )
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise IndexLoadError(f"index files are unreadable: {exc}") from None
     try:

@@ -676,11 +676,12 @@ class Workspace:
             t0 = time.perf_counter()
             remove_stale_temps(self.index_dir)  # of a build killed mid-write
             record = freshness.read_record(self.index_dir)
-            chunks_path = self.index_dir / "chunks.jsonl"
-            try:
-                chunks_st: os.stat_result | None = os.stat(chunks_path)
-            except OSError:
-                chunks_st = None
+            checked: dict[str, os.stat_result] = {}  # before the load reads them
+            for name in ("chunks.jsonl", "index.npz"):
+                try:
+                    checked[name] = os.stat(self.index_dir / name)
+                except OSError:
+                    pass
             try:
                 snap, manifest = load_snapshot(
                     self.index_dir,
@@ -719,7 +720,7 @@ class Workspace:
                 )
                 update = self._unchanged(snap, recorder)
                 if update is not None:
-                    recorder.write(self.index_dir, build_id, chunks_st)
+                    recorder.write(self.index_dir, build_id, checked)
             if update is None:  # something differs: re-hash and apply it
                 update = self.refresh(None)
                 update["checked"] = "content"

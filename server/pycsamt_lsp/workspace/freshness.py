@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 #: The record, in the index folder.
 RECORD_NAME = "fresh.json"
 #: Version of the record's layout and of the rules below.
-_VERSION = 1
+_VERSION = 2
 #: A recorded time this close to (or after) the moment the stats were taken
 #: could hide a change made in the same timestamp tick: no record then.
 RACY_NS = 2_000_000_000
@@ -164,18 +164,19 @@ class StatRecorder:
         self,
         index_dir: Path,
         build_id: str,
-        chunks: os.stat_result | None,
+        index_files: dict[str, os.stat_result],
     ) -> bool:
-        """Save the record for the index *build_id* (its ``chunks.jsonl``,
-        content-checked in this process, had stat *chunks*); False when the
-        record would not be safe (see the module doc) or cannot be written."""
+        """Save the record for the index *build_id*; *index_files* are the
+        stats (taken before the load read them) of the index files this
+        process checked (``chunks.jsonl``'s SHA-256, ``index.npz``'s CRCs),
+        by name. False when the record would not be safe (see the module
+        doc) or cannot be written."""
         if not self.ok or not build_id:
             return False
         limit = self.started_ns - RACY_NS
         times = [k[-2:] for k in (*self.dirs.values(), *self.files.values())]
         times += [k[-2:] for k in self.paths.values() if k is not None]
-        if chunks is not None:
-            times.append([chunks.st_mtime_ns, chunks.st_ctime_ns])
+        times += [[st.st_mtime_ns, st.st_ctime_ns] for st in index_files.values()]
         if any(t >= limit for pair in times for t in pair):
             log.debug("no freshness record: a path changed in the last 2 s")
             return False
@@ -185,7 +186,7 @@ class StatRecorder:
             "profile": self.profile,
             "root": self.root,
             "bundled": self.bundled,
-            "chunks": _file_key(chunks) if chunks is not None else None,
+            "index": {name: _file_key(st) for name, st in index_files.items()},
             "paths": self.paths,
             "dirs": self.dirs,
             "files": self.files,
@@ -213,15 +214,17 @@ def read_record(index_dir: Path) -> dict[str, Any] | None:
 
 
 def trusted_stat(record: dict[str, Any] | None, build_id: str, path: Path) -> bool:
-    """Whether *path* (the index's ``chunks.jsonl``) is the very file that was
-    content-checked when *record* was written for the index *build_id*."""
+    """Whether *path* (an index file: ``chunks.jsonl``, ``index.npz``) is the
+    very file that was checked when *record* was written for the index
+    *build_id*."""
     if record is None or os.name != "posix" or record.get("build_id") != build_id:
         return False
     try:
         st = os.stat(path)
     except OSError:
         return False
-    return record.get("chunks") == _file_key(st)
+    files = record.get("index")
+    return isinstance(files, dict) and files.get(path.name) == _file_key(st)
 
 
 def still_fresh(
