@@ -16,7 +16,8 @@ figures are the saves', not a cold build's):
    is split into: until the ``index updated`` state (debounce, queue,
    refresh, publish), the refresh's own wall and CPU time (the server's log
    line), the last query's round trip and the number of queries (polled
-   every 5 ms, or once the state arrived with ``--wait-state``); the server
+   every 5 ms, or once the state arrived with ``--wait-state``) and the CPU
+   the server process used meanwhile (clock ticks: 10 ms steps); the server
    runs with the ``debounceMs`` users get (250) unless ``--debounce-ms``;
 4. the persist the server schedules 2 s after the last save (waited for
    through ``pycsamt.stats``), then a second of idling.
@@ -137,6 +138,13 @@ class Client:
             )
         )
 
+    def cpu_ms(self) -> float:
+        """CPU time the server process has used (user + system, ms): what
+        a save cost it, apart from waiting for a core on a busy machine."""
+        with open(f"/proc/{self.lc._server.pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+
     def memory(self) -> dict[str, float]:
         out: dict[str, float] = {}
         with open(f"/proc/{self.lc._server.pid}/status", encoding="ascii") as fh:
@@ -150,6 +158,19 @@ class Client:
         await self.lc.shutdown_async(None)
         self.lc.exit(None)
         await self.lc.stop()
+
+
+async def _idle(c: Client, quiet: float = 0.3, limit: float = 30.0) -> None:
+    """Wait until the server used no CPU for *quiet* seconds (at most
+    *limit*), so one save's after-work does not run into the next save."""
+    end = time.perf_counter() + limit
+    last = c.cpu_ms()
+    while time.perf_counter() < end:
+        await asyncio.sleep(quiet)
+        now = c.cpu_ms()
+        if now == last:
+            return
+        last = now
 
 
 async def _drain(q: asyncio.Queue, wait: float) -> None:
@@ -201,6 +222,7 @@ async def session(
             name = f"bench_memory_probe_{i}"
             with open(target, "a", encoding="utf-8") as fh:
                 fh.write(f"\n\ndef {name}(data):\n    return data\n")
+            cpu0 = c.cpu_ms()
             t0 = time.perf_counter()
             c.lc.workspace_did_change_watched_files(
                 types.DidChangeWatchedFilesParams(
@@ -230,7 +252,9 @@ async def session(
             t_found = time.perf_counter()
             lat.append(t_found - t0)
             split.append(_split(c, t0, t_found, tq, polls))
+            split[-1]["server_cpu_ms"] = c.cpu_ms() - cpu0
             await _drain(c.diags, 0.3)  # the open script's diagnostics pass
+            await _idle(c)  # and whatever else the save set off (card warm-up)
         steps["after saves"] = c.memory()
         t0 = time.perf_counter()
         while not (await c.command("pycsamt.stats", {}))["persisted"]:

@@ -453,15 +453,27 @@ def rechunk(
                 return None  # the whole text: its own parse reports it
     if mid is None:
         return None  # the whole parse reports it, or finds it fine in context
-    made = _masked(
-        chunk_python(rel, text, profile, ast.Module(body=mid.body, type_ignores=[])),
-        python=True,
-    )
+    try:  # the region as the source: the chunker's line table of it only
+        made = chunk_python(
+            rel, region, profile, ast.Module(body=mid.body, type_ignores=[])
+        )
+    except RecursionError:
+        return None  # chunk_file reports it
+    made = _masked(made, python=True)
+    # len(text.splitlines()), the module docstring's last line (only "\n"
+    # breaks here: outline_of refused the others)
+    n_lines = max(text.count("\n") + (not text.endswith("\n")), 1)
     out: list[Chunk] = []
     if lo == 1:  # the region holds the first statement: its module docstring
-        out.extend(c for c in made if c.kind == "module_doc")
+        for c in made:
+            if c.kind == "module_doc":
+                meta = c.metadata
+                out.append(
+                    c
+                    if meta.get("line_end") == n_lines
+                    else replace(c, metadata={**meta, "line_end": n_lines})
+                )
     elif head is not None:  # the first statement is an old one
-        n_lines = max(len(text.splitlines()), 1)
         meta = head.metadata
         out.append(
             head

@@ -112,7 +112,8 @@ async def on_shutdown(ls: PycsamtServer, *_args) -> None:
         extra.cancel_build()
     for stop in ls.extra_stops.values():
         stop.set()
-    for handle in (ls.flush_timer, ls.persist_timer, *ls.diagnostics_timers.values()):
+    timers = (ls.flush_timer, ls.persist_timer, ls.hooks_timer)
+    for handle in (*timers, *ls.diagnostics_timers.values()):
         if handle is not None:
             handle.cancel()
     ls.diagnostics_timers.clear()

@@ -132,6 +132,8 @@ class PycsamtServer(LanguageServer):
         # file watching and refreshes (lsp.indexing)
         self.pending_paths: set[str] = set()
         self.flush_timer: asyncio.TimerHandle | None = None
+        #: the index-change hooks waiting for a snapshot to settle (lsp.indexing)
+        self.hooks_timer: asyncio.TimerHandle | None = None
         #: loop time of the last watched-file event (the debounce's leading edge)
         self.last_change_at: float = float("-inf")
         self.persist_timer: asyncio.TimerHandle | None = None
