@@ -40,14 +40,18 @@ switches on one that is off by default); with ``disable=("bm25_first",
   hit.
 
 Chosen on the tuning split and the bundled suites only (MiniLM head/256,
-``benchmarks/dense_tune.py``; the frozen splits were evaluated once, with
-``bench_quality.py --dense``): fused minus BM25 MRR@10 on fresh_tuning
+``benchmarks/dense_tune.py``): fused minus BM25 MRR@10 on fresh_tuning
 +0.021 [+0.003, +0.043] (sdist) and +0.030 [+0.010, +0.056] (checkout),
 7 / 1 and 8 / 0 questions better / worse, hit@10 0.900 -> 0.967 and
 0.881 -> 0.966, every bundled metric 1.0; DESIGN 5's fusion (then with the
 anchor): +0.027 [-0.011, +0.068] and +0.013 [-0.029, +0.055], bundled
 MRR@10 0.917 and wf@10 0.972 (a loading question and an adversarial
-workflow lost).
+workflow lost). The frozen splits, evaluated once afterwards
+(``benchmarks/dense_frozen_plan.md``), do not confirm a gain on split 1:
++0.004 [-0.011, +0.019] (sdist) and +0.001 [-0.015, +0.017] (checkout);
+split 2 +0.025 [+0.006, +0.044] and +0.014 [-0.012, +0.040], where the
+session-3 fusion (``disable=("bm25_first", "dense_depth", "+prf")``) had
++0.054 and +0.065 but MRR@10 0.625 on the bundled loading questions.
 """
 
 from __future__ import annotations
