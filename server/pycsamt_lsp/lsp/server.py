@@ -309,8 +309,10 @@ def serve(
     """Run the server on stdio (or TCP for debugging); returns the exit code
     (1 when the client sent ``exit`` without ``shutdown``, as LSP says)."""
     from pycsamt_lsp.index import heap
+    from pycsamt_lsp.lsp.offload import tune_gil
 
     heap.tune_malloc()  # before any thread or index: heap growth (issue 18)
+    tune_gil()  # a 1 ms GIL switch interval: editor hand-offs under load
     _stderr_logging()
     overrides: dict[str, Any] = {}
     if root:
