@@ -96,7 +96,11 @@ def _csc(
         terms = doc_terms[idx]
         tfs = doc_tfs[idx]
     docs = np.repeat(slots.astype(np.int32), lens)
-    order = np.argsort(terms, kind="stable")
+    # the same stable order from 16-bit keys when the ids fit: numpy sorts
+    # those by radix (~10 ms for the sdist's 553k postings, against 45 ms
+    # of timsort on the int32 ids, on a build's serial end)
+    keys = terms.astype(np.uint16) if n_terms <= 1 << 16 else terms
+    order = np.argsort(keys, kind="stable")
     counts = np.bincount(terms, minlength=n_terms)
     ptr = np.zeros(n_terms + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])
