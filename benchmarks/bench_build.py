@@ -13,7 +13,11 @@ What a user waits for, measured the same way for both (``measure.run_measured``)
 
 Runs alternate (ours, reference, reference, ours, ...) so machine load is
 shared; medians of N repetitions (default 3, ``--quick`` 1). Ratios are ours /
-reference. Prints a table and writes JSON (``benchmarks/results/bench_build.json``).
+reference. ``--rev REV`` also builds with the package as of a git revision
+(its ``server/`` and ``assistant_recipes/`` exported and compiled), in the
+same rotation, so a change is reported before and after in one run; the
+table then gives each side's ratio to the reference and per-repetition wall
+ratios. Prints a table and writes JSON (``benchmarks/results/bench_build.json``).
 Nothing is asserted.
 """
 
@@ -26,6 +30,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +47,7 @@ from reference import (
 )
 
 HOME_CACHE = Path.home() / ".cache/pycsamt-lsp"
+PROJECT = Path(__file__).resolve().parents[1]
 CORPORA = {
     "sdist": HOME_CACHE / "pycsamt-2.6.4/pycsamt-2.6.4",
     "checkout-docs": HOME_CACHE / "checkout/pycsamt-checkout",
@@ -57,13 +63,37 @@ def our_cli() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "pycsamt_lsp"]
 
 
-def our_build(root: Path) -> dict[str, Any]:
-    """``pycsamt-lsp build --root ROOT --json`` from scratch (index removed)."""
+def export_rev(rev: str, into: Path) -> Path:
+    """The package as of git *rev* (``server/`` and the bundled
+    ``assistant_recipes/``) unpacked and byte-compiled under *into*; returns
+    the folder to put on ``PYTHONPATH``."""
+    into.mkdir(parents=True, exist_ok=True)
+    tar = subprocess.run(
+        ["git", "archive", rev, "server", "assistant_recipes"],
+        cwd=PROJECT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(into / "server")],
+        capture_output=True,
+        check=False,
+    )
+    return into / "server"
+
+
+def our_build(root: Path, pythonpath: Path | None = None) -> dict[str, Any]:
+    """``pycsamt-lsp build --root ROOT --json`` from scratch (index removed);
+    *pythonpath*: import the package from there (``--rev``)."""
     shutil.rmtree(root / ".pycsamt_rag", ignore_errors=True)
+    env = offline_env()
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     res = run_measured(
         [*our_cli(), "build", "--root", str(root), "--json"],
         cwd=tempfile.gettempdir(),
-        env=offline_env(),
+        env=env,
     )
     try:
         res["report"] = json.loads(res["stdout"])
@@ -103,6 +133,18 @@ def _slim(run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rotate(reps: int, sides: dict[str, Any]) -> dict[str, list[dict]]:
+    """Run each of *sides* (name -> zero-argument function) ``reps`` times,
+    rotating which goes first in each round."""
+    names = list(sides)
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    for i in range(reps):
+        k = i % len(names)
+        for n in names[k:] + names[:k]:
+            runs[n].append(_slim(sides[n]()))
+    return runs
+
+
 def alternate(reps: int, ours, ref) -> tuple[list[dict], list[dict]]:
     """Run ``ours()`` and ``ref()`` ``reps`` times each, alternating the order."""
     a: list[dict] = []
@@ -139,13 +181,28 @@ def server_rss(root: Path) -> dict[str, float] | None:
 
 
 def bench_corpus(
-    name: str, src: Path, tmp: Path, reps: int, server: bool, query: bool = True
+    name: str,
+    src: Path,
+    tmp: Path,
+    reps: int,
+    server: bool,
+    query: bool = True,
+    rev: tuple[str, Path] | None = None,
 ) -> dict:
-    """Build and fresh-query figures for one corpus, ours and the reference."""
+    """Build and fresh-query figures for one corpus, ours and the reference
+    (and ours as of *rev*: ``(name, PYTHONPATH)``, builds only)."""
     ours_copy = copy_corpus(src, tmp / f"{name}-ours")
     ref_copy = copy_corpus(src, tmp / f"{name}-ref")
     print(f"[{name}] build x{reps} each, alternating ...", flush=True)
-    ob, rb = alternate(reps, lambda: our_build(ours_copy), lambda: ref_build(ref_copy))
+    sides: dict[str, Any] = {
+        "ours": lambda: our_build(ours_copy),
+        "ref": lambda: ref_build(ref_copy),
+    }
+    if rev is not None:
+        rev_copy = copy_corpus(src, tmp / f"{name}-rev")
+        sides = {"rev": lambda: our_build(rev_copy, rev[1]), **sides}
+    runs = rotate(reps, sides)
+    ob, rb = runs["ours"], runs["ref"]
     res: dict[str, Any] = {
         "source": str(src),
         "n_chunks": {"ours": ob[-1].get("n_chunks"), "ref": rb[-1].get("n_chunks")},
@@ -156,6 +213,10 @@ def bench_corpus(
             "runs_ref": rb,
         },
     }
+    if rev is not None:
+        res["build"].update(
+            rev=rev[0], rev_ours=medians(runs["rev"]), runs_rev=runs["rev"]
+        )
     if query:
         print(f"[{name}] fresh process load + 1 query x{reps} each ...", flush=True)
         oq, rq = alternate(
@@ -200,13 +261,29 @@ def table(results: dict[str, Any]) -> str:
             if part not in res:
                 continue
             o, r = res[part]["ours"], res[part]["ref"]
+            old = res[part].get("rev_ours")
             for f in FIGS:
                 what = f"{label} {f.rsplit('_', 1)[0].replace('_', ' ')}"
                 q = ratio(o[f], r[f])
-                rows.append(
+                row = (
                     f"{'':<14}{what:<30}{o[f]:>9.2f} {units[f]:<2}{r[f]:>9.2f} "
                     f"{units[f]:<2}{(f'{q:.2f}x' if q else '-'):>8}"
                 )
+                if old is not None:
+                    qo = ratio(old[f], r[f])
+                    row += f"   {res[part]['rev'][:10]}: {old[f]:.2f} ({qo:.2f}x)"
+                rows.append(row)
+            if old is not None:
+                for side in ("rev", "ours"):
+                    per = [
+                        round(a["wall_s"] / b["wall_s"], 2)
+                        for a, b in zip(
+                            res[part][f"runs_{side}"],
+                            res[part]["runs_ref"],
+                            strict=False,
+                        )
+                    ]
+                    rows.append(f"{'':<14}wall ratio per repetition, {side}: {per}")
         srv = res.get("server")
         if srv and "rss_mb" in srv:
             rows.append(
@@ -234,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the builds (no fresh-query processes, no server)",
     )
+    ap.add_argument(
+        "--rev",
+        help="also build with the package as of this git revision (same rotation)",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     a = ap.parse_args(argv)
     reps = a.reps or (1 if a.quick else 3)
@@ -256,10 +337,14 @@ def main(argv: list[str] | None = None) -> int:
         "corpora": {},
     }
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
+        rev = None
+        if a.rev:
+            rev = (a.rev, export_rev(a.rev, Path(tmp) / "rev"))
+            results["rev"] = a.rev
         for i, (name, src) in enumerate(corpora.items()):
             server = not (a.no_server or a.build_only) and i == 0
             results["corpora"][name] = bench_corpus(
-                name, src, Path(tmp), reps, server, query=not a.build_only
+                name, src, Path(tmp), reps, server, query=not a.build_only, rev=rev
             )
     results["machine"]["loadavg_end"] = os.getloadavg()
     print()
