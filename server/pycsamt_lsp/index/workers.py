@@ -99,7 +99,10 @@ def plan_batches(sizes: Sequence[int], workers: int) -> list[list[int]]:
     totals (parse time grows with size), so the last one to finish is
     short; files larger than a batch go first, each alone, largest first,
     so no long parse starts at the end. The rest keep path order (results
-    are written in that order: early ones need not wait for late ones).
+    are written in that order: early ones need not wait for late ones);
+    their last ``2 * workers`` batches' worth of bytes is cut in batches a
+    quarter the size, so the processes run out of work within a short batch
+    of each other (the build waits for the last one).
     """
     target = batch_target(sizes, workers)
     big = sorted(
@@ -107,14 +110,16 @@ def plan_batches(sizes: Sequence[int], workers: int) -> list[list[int]]:
     )
     out: list[list[int]] = [[i] for i in big]
     taken = set(big)
+    tail = sum(sizes) - sum(sizes[i] for i in big) - 2 * workers * target
     cur: list[int] = []
-    acc = 0
+    acc = seen = 0
     for i, n in enumerate(sizes):
         if i in taken:
             continue
         cur.append(i)
         acc += n
-        if acc >= target:
+        seen += n
+        if acc >= (target if seen < tail else max(target // 4, 1)):
             out.append(cur)
             cur, acc = [], 0
     if cur:
@@ -351,8 +356,11 @@ def ordered(
         waiting.update(zip(batches[key], out, strict=True))
 
     def feed() -> None:
+        # near the end one batch each: a batch queued behind a running one
+        # could be the last to finish while this process has nothing to do
+        depth = _DEPTH if len(pending) > 2 * (len(live) + 1) else 1
         for w in live:
-            while len(w.held) < _DEPTH and pending:
+            while len(w.held) < depth and pending:
                 key = pending.popleft()
                 assert pool is not None
                 pool.send(w, key, item_of(batches[key]))
