@@ -106,7 +106,7 @@ def fusion_stages(disable: Collection[str] = ()) -> frozenset[str]:
     """The fusion stages that run under *disable* (names off, ``+name`` on).
 
     Names that are not fusion stages are left to the BM25 ranking
-    (``Workspace.pool``'s *disable*), which checks them.
+    (``Workspace.pool``'s *disable*), which switches its own stages.
     """
     on = set(FUSION_STAGES) - FUSION_OFF_BY_DEFAULT
     for name in disable:
