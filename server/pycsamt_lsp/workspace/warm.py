@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,8 @@ def save_names(index_dir: Path, build_id: str, names: NameField) -> bool:
     """Save *names* for the index *build_id*; False when it cannot be written."""
     if not build_id:
         return False
-    arrays = names.to_arrays()
+    # Any: numpy's stub types savez(**kwds) together with its allow_pickle flag
+    arrays: dict[str, Any] = names.to_arrays()
     arrays["build_id"] = np.frombuffer(build_id.encode(), np.uint8)
     try:
         atomic_write(index_dir / NAMES_FILE, lambda fh: np.savez(fh, **arrays))
