@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -39,8 +40,11 @@ __all__ = [
     "default_index_dir",
     "load_snapshot",
     "save_snapshot",
+    "synced_meanwhile",
     "writable",
 ]
+
+log = logging.getLogger(__name__)
 
 INDEX_DIRNAME = ".pycsamt_rag"
 
@@ -203,6 +207,7 @@ class ChunkWriter:
         }
         self.files: dict[str, list[Any]] = {}
         self.n_chunks = 0
+        self._done: tuple[np.ndarray, BM25Index] | None = None  # prepare()
         self._parts: dict[str, list[np.ndarray]] = {
             k: []
             for k in (
@@ -269,15 +274,12 @@ class ChunkWriter:
             return np.zeros(0, dtype)
         return np.concatenate(got).astype(dtype, copy=False)
 
-    def finish(
-        self,
-        index_dir: Path,
-        fingerprint: str,
-        skipped: dict[str, str],
-        manifest_extra: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Write ``meta.json``, ``index.npz`` and ``manifest.json`` (after the
-        ``chunks.jsonl`` handle was closed and renamed); return the manifest."""
+    def prepare(self) -> None:
+        """Make the BM25 index and the chunk offsets from what was added
+        (once; :meth:`finish` does it when not done). Separate so a build
+        can do it while ``chunks.jsonl`` is still being synced to disk."""
+        if self._done is not None:
+            return
         n = self.n_chunks
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(self._cat("line_len", np.int64), out=offsets[1:])
@@ -289,6 +291,22 @@ class ChunkWriter:
             self._cat("terms", np.int32),
             self._cat("tfs", np.float32),
         )
+        self._done = (offsets, bm25)
+
+    def finish(
+        self,
+        index_dir: Path,
+        fingerprint: str,
+        skipped: dict[str, str],
+        manifest_extra: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Write ``meta.json``, ``index.npz`` and ``manifest.json`` (after the
+        ``chunks.jsonl`` handle was closed and renamed); return the manifest."""
+        self.prepare()
+        assert self._done is not None
+        offsets, bm25 = self._done
+        self._done = None
+        n = self.n_chunks
         by_kind: dict[str, int] = {}
         for k in self.columns["kinds"]:
             by_kind[k] = by_kind.get(k, 0) + 1
@@ -316,6 +334,29 @@ class ChunkWriter:
             },
             manifest_extra,
         )
+
+
+def synced_meanwhile(*handles: BinaryIO) -> threading.Thread:
+    """Flush *handles* and start syncing them to disk in a thread (``fsync``
+    releases the GIL); join it before closing them. Their
+    :func:`~pycsamt_lsp.storage.atomic.atomic_open` still syncs each on
+    close (then quick: nothing left to write) and reports any error, so a
+    failure here is only logged. A streamed build makes its BM25 arrays
+    meanwhile instead of waiting for ~35 MB of index to reach the disk."""
+    for fh in handles:
+        fh.flush()
+    fds = [fh.fileno() for fh in handles]
+
+    def run() -> None:
+        for fd in fds:
+            try:
+                os.fsync(fd)
+            except OSError as exc:  # raised again by the handle's own sync
+                log.debug("early fsync failed: %s", exc)
+
+    worker = threading.Thread(target=run, name="pycsamt-index-fsync", daemon=True)
+    worker.start()
+    return worker
 
 
 def _sha256_file(path: Path) -> str:

@@ -42,6 +42,7 @@ from pycsamt_lsp.index.store import (
     default_index_dir,
     load_snapshot,
     save_snapshot,
+    synced_meanwhile,
     writable,
 )
 from pycsamt_lsp.storage.atomic import atomic_open
@@ -494,8 +495,11 @@ class Workspace:
                             f"parsed {i + 1}/{total} files",
                         )
                 models.finish({r: model_shas[r] for r in modules if r in model_shas})
+                syncing = synced_meanwhile(chunks_fh, model_fh)
                 for pool in pools:  # the workers exit before the index files' peak
                     pool.close()
+                writer.prepare()  # the BM25 arrays, while the files reach the disk
+                syncing.join()
                 t_parsed = time.perf_counter()
             if progress:
                 progress(88, "writing the BM25 index")
