@@ -14,11 +14,21 @@ Measures (nothing is asserted; the issue's aim is under 10 ms):
   pycsamt.`` and on an instance of a class;
 * the same hover and completion requests end to end through a real LSP
   client (pygls ``BaseLanguageClient`` over stdio against ``pycsamt-lsp
-  serve``), which adds JSON-RPC, the event loop and the worker thread.
+  serve``), which adds JSON-RPC, the event loop and the worker thread;
+* ``--load``: the same requests, and one the event loop answers itself,
+  against a real server on a copy of the checkout or the sdist while heavy
+  commands run (broad ``searchSource``, ``rebuild``, ``eval``, ``ask``, a
+  burst of saved files, all at once): p50/p99/max, requests answered empty,
+  server variants alternated (``head``, ``rev:REV``, ``si:SECONDS``). Why:
+  a worker that keeps dropping and retaking the GIL can starve the event
+  loop (the GIL convoy, ``lsp/offload.py``); this measures whether the
+  product's own work does.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_editor.py [--quick] [--out FILE] [--root DIR] [--no-lsp]
+    .venv/bin/python benchmarks/bench_editor.py --load [--corpus checkout|sdist|both]
+        [--rounds 3] [--scenarios search,rebuild,eval,ask,burst,all] [--variants head,si:0.005]
 """
 
 from __future__ import annotations
