@@ -420,12 +420,24 @@ async def _refresh(ls: PycsamtServer, ws: Workspace, paths: list[str]) -> None:
         ls.spawn(reembed(ls, ws))
 
 
+#: A refresh of more paths than this applies their model updates in its own
+#: job (``Workspace.refresh_modelled``) instead of leaving them to the first
+#: reader of the model, which may be a hover (lsp/offload.py, measured there).
+MODEL_WITH_REFRESH = 8
+
+
 def _timed_refresh(ws: Workspace, paths: list[str]) -> dict:
     """``ws.refresh(paths)`` with the CPU time of the thread that ran it
     (``cpu_seconds``): next to the wall time, what waiting for a core or
     the GIL added on a busy machine."""
     t0 = time.thread_time()
-    report = ws.refresh(paths)
+    # a burst's model updates here, under the lock with the refresh: else the
+    # first hover after it re-models the burst in its own thread (seconds);
+    # a save's stay deferred, off the query that follows it
+    if len(paths) > MODEL_WITH_REFRESH:
+        report = ws.refresh_modelled(paths)
+    else:
+        report = ws.refresh(paths)
     report["cpu_seconds"] = round(time.thread_time() - t0, 4)
     return report
 

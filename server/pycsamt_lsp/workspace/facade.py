@@ -1177,6 +1177,27 @@ class Workspace:
         self._model_pending.update((u[0], u) for u in updates)
         self._model_pending_for = model
 
+    def refresh_modelled(
+        self, paths: Iterable[str | Path] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`refresh`, then the model updates it deferred, in one hold
+        of the lock (the server's refresh job, in its command lane).
+
+        Why: otherwise the first reader of the model applies them, and in a
+        server that is often a hover or a completion (:meth:`_held_model`
+        flushes whenever the lock is free): after a 200-module save burst on
+        the sdist, the hover re-modelled the burst in its own thread and
+        answered empty at its 5 s budget (``bench_editor.py --load``, 4 of 4
+        rounds). With the lock held across both, an editor reader takes the
+        model as it was, without waiting, until the update is in, and a
+        diagnostics pass (``ensure_model``) waits for it; the snapshot is
+        searchable as soon as :meth:`refresh` publishes it, as before.
+        """
+        with self._lock:
+            report = self.refresh(paths)
+            self._flush_model()
+        return report
+
     def _flush_model(self) -> bool:
         """Apply the queued saves (under the lock); True when the model
         changed. Dropped when a build has replaced or forgotten the model
