@@ -59,7 +59,9 @@ timeout, which leaves the convoy only to calls closer together than 1 ms.
 
 The one request over its budget that the benchmark found was not the GIL's:
 the first hover after a save burst applied the burst's deferred package-model
-updates in its own thread (3.6-5.0 s on the sdist, answered empty); the
+updates in its own thread (3.6-5.0 s on the sdist, answered empty; since
+those updates were deferred, f567976: at aa98add the same burst's worst
+hover was 0.11-0.15 s); the
 server's refresh job now applies them (``Workspace.refresh_modelled``), and
 what is left of a hover's tail under a burst is the refresh's own C work
 (``ast.parse`` holds the GIL for a whole file): 0.06-1.3 s.
