@@ -322,3 +322,31 @@ def test_a_name_field_of_another_build_is_not_used(tmp_path):
     (idx / NAMES_FILE).write_bytes(saved)  # the old build's field
     ws, _ = open_ws(root, idx)
     assert not isinstance(ws.published.aux.stages.names.postings, PackedPostings)
+
+
+def test_prepare_slices_the_loaded_field_once_for_the_updates(tmp_path):
+    """Published.prepare (the server, after its first answer) does the
+    postings' slicing a first save would do; updates then copy that dict,
+    and the results are those of an unprepared field."""
+    from pycsamt_lsp.search.fields import PackedPostings
+
+    root, idx = built(tmp_path)
+    open_ws(root, idx)
+    ws, _ = open_ws(root, idx)
+    other, _ = open_ws(root, idx)
+    postings = ws.published.aux.stages.names.postings
+    assert isinstance(postings, PackedPostings)
+    ws.published.prepare()
+    first = postings.materialized()
+    again = postings.materialized()
+    assert first == again and first is not again  # a copy each time
+    assert all(first[t][0] is again[t][0] for t in first)  # sliced once
+    ss = root / "pycsamt/emtools/ss.py"
+    ss.write_text(ss.read_text() + "\n\ndef estimate_ss_median():\n    pass\n")
+    ws.refresh([ss])
+    other.refresh([ss])
+    a = ws.published.aux.stages.names.to_arrays()
+    b = other.published.aux.stages.names.to_arrays()
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    assert postings.materialized() == again  # an update never edits the source

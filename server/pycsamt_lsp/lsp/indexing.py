@@ -135,10 +135,14 @@ async def _until_model_wanted(ls: PycsamtServer) -> None:
 def _load_for_editing(ws: Workspace) -> None:
     """The package model, the editor analysis modules and the card tables,
     in a worker: the first hover, completion or diagnostics pass then pays
-    none of it (the imports alone are ~0.15 s)."""
+    none of it (the imports alone are ~0.15 s). The loaded ranking arrays
+    are made ready for a save's update too (``Published.prepare``)."""
     import pycsamt_lsp.analysis.editor  # noqa: F401 - imported for the first request
     from pycsamt_lsp.cards.card import warm
 
+    pub = ws.published
+    if pub is not None:
+        pub.prepare()
     warm(ws)  # ensure_model(), then the card cache and the symbol table
 
 

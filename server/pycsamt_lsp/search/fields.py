@@ -110,7 +110,7 @@ class PackedPostings(Mapping[str, tuple[np.ndarray, np.ndarray]]):
     arrays' views a built field holds, so scores are the same bits.
     """
 
-    __slots__ = ("_bounds", "_f", "_index", "_memo", "_rows")
+    __slots__ = ("_bounds", "_f", "_full", "_index", "_memo", "_rows")
 
     def __init__(
         self, terms: Sequence[str], ptr: np.ndarray, rows: np.ndarray, f: np.ndarray
@@ -119,6 +119,7 @@ class PackedPostings(Mapping[str, tuple[np.ndarray, np.ndarray]]):
         self._bounds: list[int] = ptr.tolist()
         self._rows, self._f = rows, f
         self._memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._full: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
     def __getitem__(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         hit = self._memo.get(term)
@@ -145,8 +146,14 @@ class PackedPostings(Mapping[str, tuple[np.ndarray, np.ndarray]]):
         return len(self._index)
 
     def materialized(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Every term's pair in a plain dict (what an update copies and edits)."""
-        return {t: self[t] for t in self._index}
+        """Every term's pair in a new plain dict (what an update copies and
+        edits). The pairs are sliced once (~8-16 ms for ~5,500 terms, which
+        the server spends after its first answer, ``Published.prepare``, not
+        in the first save); later calls copy that dict."""
+        full = self._full
+        if full is None:
+            full = self._full = {t: self[t] for t in self._index}
+        return dict(full)
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycsamt_lsp.index.snapshot import Snapshot
-from pycsamt_lsp.search.fields import NameField
+from pycsamt_lsp.search.fields import NameField, PackedPostings
 from pycsamt_lsp.search.retrieval import RankAux
 
 __all__ = ["Published"]
@@ -30,6 +30,14 @@ class Published:
         """The state for *snapshot*, ranking arrays computed from scratch
         (but for *names*, the name field persisted for this snapshot)."""
         return cls(snapshot, RankAux.of(snapshot, names))
+
+    def prepare(self) -> None:
+        """Do now what the first update of a loaded state would otherwise
+        do: slice the persisted name field's postings (a server calls this
+        after its first answer, so a first save does not pay for it)."""
+        postings = self.aux.stages.names.postings
+        if isinstance(postings, PackedPostings):
+            postings.materialized()
 
     def extended(self, snapshot: Snapshot) -> Published:
         """The state for *snapshot*, an update of this one (it only appends
