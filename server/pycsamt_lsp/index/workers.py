@@ -26,10 +26,7 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from multiprocessing.context import BaseContext
+from typing import Any
 
 __all__ = [
     "PipePool",
@@ -37,7 +34,6 @@ __all__ = [
     "main_script_hidden",
     "ordered",
     "plan_batches",
-    "pool_context",
     "serve",
 ]
 
@@ -67,23 +63,6 @@ def main_script_hidden() -> Iterator[None]:
         yield
     finally:
         main.__file__ = path
-
-
-def pool_context() -> BaseContext:
-    """How a build starts its workers: ``spawn`` (see the module docstring).
-
-    ``PYCSAMT_LSP_START=fork`` forks instead (Linux, a process with no
-    other thread only): the workers then start at once with the parent's
-    imports, at the price of sharing its pages (which ``ps`` counts in each).
-    """
-    import multiprocessing
-
-    method = os.environ.get("PYCSAMT_LSP_START", "spawn")
-    if method == "fork" and (
-        not sys.platform.startswith("linux") or threading.active_count() > 1
-    ):
-        method = "spawn"
-    return multiprocessing.get_context(method)
 
 
 def batch_target(sizes: Sequence[int], workers: int) -> int:
@@ -229,7 +208,7 @@ class PipePool:
         # what multiprocessing.spawn passes on: interpreter flags, sys.path
         cmd = [
             sys.executable,
-            *subprocess._args_from_interpreter_flags(),
+            *subprocess._args_from_interpreter_flags(),  # type: ignore[attr-defined]
             "-c",
             _BOOT,
         ]
