@@ -60,15 +60,7 @@ def chunk_file(
 
 
 def _masked(chunks: list[Chunk], *, python: bool) -> list[Chunk]:
-    """Credential values masked in each chunk's text and metadata, so
-    ``chunks.jsonl`` never stores them and no snippet, answer or search term
-    can show them (issue 19; :mod:`pycsamt_lsp.text.secrets`)."""
-    from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
+    """:func:`.masking.masked` (the name other modules imported first)."""
+    from pycsamt_lsp.chunking.masking import masked
 
-    for c in chunks:
-        if may_hold_secret(c.text):
-            new = mask(c.text, python=python)
-            if new != c.text:  # metadata comes from the same lines
-                c.text = new
-                c.metadata = mask_tree(c.metadata, python=python)  # type: ignore[assignment]
-    return chunks
+    return masked(chunks, python=python)

@@ -1,0 +1,28 @@
+"""Credential values masked in chunks as they are made (issue 19).
+
+Its own module so the incremental re-chunker (:mod:`.incremental`, which
+:func:`pycsamt_lsp.chunking.chunk_file` imports) can mask its chunks the
+same way without importing the package that dispatches to it (an import
+cycle, refused by ``tests/test_architecture.py``).
+"""
+
+from __future__ import annotations
+
+from pycsamt_lsp.chunking.chunk import Chunk
+
+__all__ = ["masked"]
+
+
+def masked(chunks: list[Chunk], *, python: bool) -> list[Chunk]:
+    """Credential values masked in each chunk's text and metadata, so
+    ``chunks.jsonl`` never stores them and no snippet, answer or search term
+    can show them (:mod:`pycsamt_lsp.text.secrets`)."""
+    from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
+
+    for c in chunks:
+        if may_hold_secret(c.text):
+            new = mask(c.text, python=python)
+            if new != c.text:  # metadata comes from the same lines
+                c.text = new
+                c.metadata = mask_tree(c.metadata, python=python)  # type: ignore[assignment]
+    return chunks
