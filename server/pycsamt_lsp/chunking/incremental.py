@@ -392,7 +392,8 @@ def rechunk(
     so these are the chunks of a whole parse; tests compare them with
     ``chunk_file`` under random edits.
     """
-    from pycsamt_lsp.chunking import _masked
+    # (masking from its own module: the chunking package imports this one)
+    from pycsamt_lsp.chunking.masking import masked
     from pycsamt_lsp.chunking.python import chunk_python, module_name
 
     if "barry_as_FLUFL" in text:
@@ -459,7 +460,7 @@ def rechunk(
         )
     except RecursionError:
         return None  # chunk_file reports it
-    made = _masked(made, python=True)
+    made = masked(made, python=True)  # as chunk_file masks (the reused were)
     # len(text.splitlines()), the module docstring's last line (only "\n"
     # breaks here: outline_of refused the others)
     n_lines = max(text.count("\n") + (not text.endswith("\n")), 1)
