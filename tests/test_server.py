@@ -80,19 +80,24 @@ def _track_index_state(client: LanguageClient):
 
 
 async def until(client: LanguageClient, check, timeout: float = 30.0):
-    """Re-run the async *check* after each index-state notification (bounded)."""
+    """Re-run the async *check* after each index-state notification (bounded).
+
+    One waiter for the notification is kept until a notification ends it,
+    never cancelled: a cancelled wait stays registered in pytest-lsp, and the
+    next ``pycsamt/indexState`` then fails on it (``InvalidStateError``) instead
+    of reaching the client, which failed a later request of the same test."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
+    waiter: asyncio.Future | None = None
     while True:
         value = await check()
         if value or loop.time() > end:
             return value
-        try:
-            await asyncio.wait_for(
-                client.wait_for_notification("pycsamt/indexState"), 0.5
+        if waiter is None or waiter.done():
+            waiter = asyncio.ensure_future(
+                client.wait_for_notification("pycsamt/indexState")
             )
-        except TimeoutError:
-            pass
+        await asyncio.wait({waiter}, timeout=0.5)
 
 
 async def command(client: LanguageClient, name: str, arg=None):
