@@ -744,9 +744,7 @@ class Workspace:
                 "seconds": round(time.perf_counter() - t0, 3),
             }
 
-    def _unchanged(
-        self, snap: Snapshot, recorder: Any = None
-    ) -> dict[str, Any] | None:
+    def _unchanged(self, snap: Snapshot, recorder: Any = None) -> dict[str, Any] | None:
         """The refresh report of an unchanged corpus when the files on disk
         are exactly those *snap* indexed, else None (then :meth:`refresh`
         finds and applies what differs).
