@@ -53,6 +53,10 @@ from pycsamt_lsp.corpus.discovery import fetch_corpus
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.workspace.facade import Workspace
 
+# tests/lsp_raw.py: the message framing every raw JSON-RPC client here reads by
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from lsp_raw import read_message
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "bench_editor.json"
 CACHE = Path.home() / ".cache" / "pycsamt-lsp"
@@ -485,17 +489,7 @@ class Wire:
 
     def _read(self) -> None:
         out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(out.read(length))
+        while (msg := read_message(out)) is not None:
             now = time.perf_counter()
             if "method" in msg:
                 if "id" in msg:  # a request of the server: progress, config, ...

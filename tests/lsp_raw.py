@@ -16,6 +16,21 @@ from typing import Any
 SERVE = [sys.executable, "-m", "pycsamt_lsp", "serve"]
 
 
+def read_message(out: Any) -> Any:
+    """The next framed JSON-RPC message on the binary stream *out*, decoded;
+    None at end of stream."""
+    length = None
+    while True:
+        line = out.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(out.read(length))
+
+
 class RawClient:
     """Framed writes, a reader thread, answers to the server's own requests."""
 
@@ -45,17 +60,7 @@ class RawClient:
 
     def _read(self) -> None:
         out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(out.read(length))
+        while (msg := read_message(out)) is not None:
             with self._lock:
                 self.messages.append(msg)
             if "method" in msg and "id" in msg:  # a request of the server

@@ -221,15 +221,7 @@ def _tree_is_clean(value: list | dict) -> bool:
     # _TREE_LOW's alternatives as plain substrings and the shapes as
     # may_hold_secret tests them (the prefix-less regexes scanned every byte:
     # most of the model's parameter masking in a build; issue 18)
-    low = blob.lower()
-    for w in _TREE_WORDS:
-        if w in low:
-            return False
-    if "key" in low:
-        for w in _LOW_KEYS:
-            if w in low:
-                return False
-    return not _has_shape(blob)
+    return not _holds_word(blob.lower(), _TREE_WORDS) and not _has_shape(blob)
 
 
 def mask_tree(value: object, *, python: bool = True) -> object:
@@ -280,16 +272,25 @@ def may_hold_secret(text: str) -> bool:
             or _TRIGGER_SHAPE.search(text) is not None
         )
     low = text.lower()
-    for w in _LOW_WORDS:
+    if _holds_word(low, _LOW_WORDS):
+        return True
+    if "auth" in low and _AUTH_WORD.search(low) is not None:
+        return True
+    return _has_shape(text)
+
+
+def _holds_word(low: str, words: tuple[str, ...]) -> bool:
+    """Whether the lower-cased *low* holds one of *words* or a ``...key``
+    word (:data:`_LOW_KEYS`), by plain substring scans (``in`` is
+    memchr-fast; the prefix-less regexes scanned every byte)."""
+    for w in words:
         if w in low:
             return True
     if "key" in low:
         for w in _LOW_KEYS:
             if w in low:
                 return True
-    if "auth" in low and _AUTH_WORD.search(low) is not None:
-        return True
-    return _has_shape(text)
+    return False
 
 
 def _has_shape(text: str) -> bool:
