@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import types
 import typing
@@ -37,7 +38,7 @@ from pycsamt_lsp.errors import CliError, PycsamtError
 if typing.TYPE_CHECKING:
     from pycsamt_lsp.workspace.facade import Workspace
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "run"]
 
 log = logging.getLogger("pycsamt_lsp")
 
@@ -116,12 +117,83 @@ def _raw_from_fields(args: argparse.Namespace, cmd: Command) -> dict[str, Any]:
     return {f.name: getattr(args, f.name) for f in field_specs(cmd.args)}
 
 
-def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
-    """The ``pycsamt-lsp`` parser: hand-written subcommands plus one per command."""
+def build_parser(
+    registry: CommandRegistry, only: str | None = None
+) -> argparse.ArgumentParser:
+    """The ``pycsamt-lsp`` parser: hand-written subcommands plus one per command.
+
+    *only*: the one subcommand the command line names, when it names one;
+    the others are left out. Why: a subcommand's options and errors are its
+    own subparser's, so parsing is the same, and generating every command's
+    options cost a one-shot ``query`` process 5-8 ms (issue 18). Help and
+    unknown names (``only=None``) get the whole parser."""
     ap = _Parser(prog="pycsamt-lsp", description=__doc__.splitlines()[0])
     ap.add_argument("--version", action="version", version=_VERSION)
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
+    def wanted(name: str) -> bool:
+        return only is None or only == name
+
+    if wanted("corpus"):
+        _add_corpus_parser(sub)
+    if wanted("profile"):
+        _add_profile_parser(sub)
+
+    for name, cmd in registry.by_cli_name().items():
+        if not wanted(name):
+            continue
+        spec = cmd.cli
+        assert spec is not None
+        p = sub.add_parser(name, help=spec.help or cmd.title)
+        _common(p)
+        if spec.arguments is not None:
+            spec.arguments(p)
+        else:
+            _add_field_options(p, cmd)
+        if spec.options is not None:
+            spec.options(p)
+        p.set_defaults(_command=cmd.name)
+
+    if wanted("serve"):
+        p = sub.add_parser("serve", help="run the language server (stdio by default)")
+        _common(p)
+        p.add_argument("--version", action="version", version=_VERSION)
+        p.add_argument(
+            "--tcp",
+            metavar="HOST:PORT",
+            help="listen on TCP instead of stdio (debugging)",
+        )
+        p.add_argument(
+            "--stdio", action="store_true", help="stdio transport (the default)"
+        )
+
+    if wanted("commands"):
+        p = sub.add_parser(
+            "commands", help="the commands and their argument fields (for clients)"
+        )
+        p.add_argument(
+            "--json", action="store_true", help="print the description as JSON"
+        )
+        p.add_argument(
+            "-v", "--verbose", action="count", default=0, help=argparse.SUPPRESS
+        )
+    return ap
+
+
+#: subcommands written here, not generated from the registry
+_HAND_WRITTEN = ("corpus", "profile", "serve", "commands")
+
+
+def _named_subcommand(argv: list[str], registry: CommandRegistry) -> str | None:
+    """The subcommand *argv* starts with, when it is a known one (else None:
+    options first, ``--help``, a typo: the whole parser answers)."""
+    if not argv or argv[0] not in (*_HAND_WRITTEN, *registry.by_cli_name()):
+        return None
+    return argv[0]
+
+
+def _add_corpus_parser(sub: Any) -> None:
+    """``corpus fetch|path [DISTRIBUTION] [--dest D]``."""
     p = sub.add_parser("corpus", help="fetch or locate the real corpus")
     _common(p)
     p.add_argument(
@@ -138,35 +210,6 @@ def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
         nargs="?",
         help="fetch: any NAME or NAME==VERSION instead of the profile's",
     )
-    _add_profile_parser(sub)
-
-    for name, cmd in registry.by_cli_name().items():
-        spec = cmd.cli
-        assert spec is not None
-        p = sub.add_parser(name, help=spec.help or cmd.title)
-        _common(p)
-        if spec.arguments is not None:
-            spec.arguments(p)
-        else:
-            _add_field_options(p, cmd)
-        if spec.options is not None:
-            spec.options(p)
-        p.set_defaults(_command=cmd.name)
-
-    p = sub.add_parser("serve", help="run the language server (stdio by default)")
-    _common(p)
-    p.add_argument("--version", action="version", version=_VERSION)
-    p.add_argument(
-        "--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)"
-    )
-    p.add_argument("--stdio", action="store_true", help="stdio transport (the default)")
-
-    p = sub.add_parser(
-        "commands", help="the commands and their argument fields (for clients)"
-    )
-    p.add_argument("--json", action="store_true", help="print the description as JSON")
-    p.add_argument("-v", "--verbose", action="count", default=0, help=argparse.SUPPRESS)
-    return ap
 
 
 def _add_profile_parser(sub: Any) -> None:
@@ -290,9 +333,11 @@ def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
+    """Run one command line (``sys.argv[1:]`` by default); returns the exit code."""
     registry = default_registry()
-    args = build_parser(registry).parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = build_parser(registry, _named_subcommand(argv, registry)).parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return _run(args, registry)
@@ -301,3 +346,41 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def run() -> NoReturn:
+    """The program (console script, ``python -m pycsamt_lsp``): :func:`main`,
+    then the process ends without the interpreter's teardown.
+
+    Why: a one-shot ``query`` spent 25-35 ms after its answer was printed
+    freeing the loaded index object by object and clearing every module
+    (issue 18: the warm start). Nothing of that is observable: the output
+    streams are flushed and the ``atexit`` handlers run (logging's flush,
+    finalizers), as at a normal exit; only then does ``os._exit`` skip the
+    rest. When a flush fails (a closed pipe) or another thread still runs
+    (a normal exit would wait for it), the interpreter exits as usual.
+    Tests call :func:`main`, which returns.
+    """
+    code = main()
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Flush, run the exit handlers, end the process with *code*."""
+    import atexit
+    import threading
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # the usual exit reports it as before
+        raise SystemExit(code) from None
+    if threading.active_count() > 1:
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None
+    os._exit(code)
