@@ -25,6 +25,7 @@ from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.fields import NameField, merge_groups
+from pycsamt_lsp.search.slotmap import SlotMap
 from pycsamt_lsp.search.stages import (
     STAGES,
     StageAux,
@@ -125,8 +126,9 @@ class RankAux:
             wf_ids=wf_ids,
             kind_code=kind_code,
             kind_ids=kind_ids,
-            leaf_slots={k: np.array(v, np.int64) for k, v in leaves.items()},
-            symbol_slots={k: np.array(v, np.int64) for k, v in symbols.items()},
+            # arrays made on first read (search.slotmap: a warm start read few)
+            leaf_slots=SlotMap(leaves),
+            symbol_slots=SlotMap(symbols),
             stages=StageAux.of(snap, names),
             leaf_heads=_heads({}, leaves),
         )
