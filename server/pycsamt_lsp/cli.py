@@ -361,8 +361,36 @@ def run() -> NoReturn:
     (a normal exit would wait for it), the interpreter exits as usual.
     Tests call :func:`main`, which returns.
     """
+    _one_blas_thread(sys.argv[1:])
     code = main()
     _exit_now(code)
+
+
+#: the variables OpenBLAS reads for its thread count, in its order
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+#: subcommands left with OpenBLAS's own default: a build may embed the
+#: corpus (``--embed minilm``: large matrix products), the server lives long
+_BLAS_DEFAULT_FOR = ("build", "serve")
+
+
+def _one_blas_thread(argv: list[str]) -> None:
+    """One OpenBLAS thread for a one-shot command, unless the user chose.
+
+    Why: numpy's OpenBLAS starts a thread per core when numpy is imported,
+    and they spin for a while: 0.05-0.07 CPU-s of a ~0.3 s ``query``
+    process, competing with its main thread on a 2-core machine (issue 18).
+    Such a command's matrix products are small (a query's dense cosine,
+    one text through MiniLM), and one thread ran them as fast or faster
+    (a 11,297 x 1536 float32 matrix-vector product 9-14 ms against 12-20 ms,
+    a 12 x 384 by 384 x 1536 product 0.36 ms against 16-20 ms, on this
+    loaded 2-core machine). Set before numpy is imported (nothing here
+    imports it); any of the variables already set is left as it is.
+    """
+    if argv and argv[0] in _BLAS_DEFAULT_FOR:
+        return
+    if any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def _exit_now(code: int) -> NoReturn:
