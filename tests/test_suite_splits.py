@@ -30,9 +30,11 @@ TUNING_DIR = SUITES / "tuning"
 FROZEN_TEST = TEST_DIR / "frozen_test.jsonl"
 #: the second frozen test split (more questions for the same figures; issue 14)
 FROZEN_TEST_2 = TEST_DIR / "frozen_test_2.jsonl"
-FROZEN = (FROZEN_TEST, FROZEN_TEST_2)
+#: the third frozen test split (written blind, on symbols no other suite names)
+FROZEN_TEST_3 = TEST_DIR / "frozen_test_3.jsonl"
+FROZEN = (FROZEN_TEST, FROZEN_TEST_2, FROZEN_TEST_3)
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
-NEW_SUITES = (FROZEN_TEST, FROZEN_TEST_2, FRESH_TUNING)
+NEW_SUITES = (FROZEN_TEST, FROZEN_TEST_2, FROZEN_TEST_3, FRESH_TUNING)
 CATEGORIES = {"howto", "code", "vague_api", "conceptual", "troubleshooting", "no_vocab"}
 #: difflib ratio at or above which two questions count as the same question
 NEAR = 0.7
@@ -88,6 +90,7 @@ def test_both_splits_exist_and_parse():
     assert sorted(p.name for p in TEST_DIR.glob("*.jsonl")) == [
         "frozen_test.jsonl",
         "frozen_test_2.jsonl",
+        "frozen_test_3.jsonl",
     ]
     assert {"paraphrase.jsonl", "fresh_tuning.jsonl"} <= {
         p.name for p in TUNING_DIR.glob("*.jsonl")
@@ -96,6 +99,7 @@ def test_both_splits_exist_and_parse():
     fresh = load_suite(FRESH_TUNING)
     assert len(test) >= 120
     assert len(load_suite(FROZEN_TEST_2)) >= 100
+    assert len(load_suite(FROZEN_TEST_3)) >= 140
     assert 50 <= len(fresh) <= 80
     # the paraphrase suite kept its records when it moved to the tuning split
     assert len(load_suite(TUNING_DIR / "paraphrase.jsonl")) == 62
