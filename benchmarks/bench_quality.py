@@ -749,10 +749,18 @@ def main(argv: list[str] | None = None) -> int:
         "(+name on), e.g. bm25_first,dense_depth,+prf (the session-3 fusion); "
         "repeatable, one pass each, with its paired CI against BM25",
     )
+    ap.add_argument(
+        "--no-routing",
+        action="store_true",
+        help="skip the routing pass (the suites/**/routing_*.jsonl default), "
+        "e.g. to measure one retrieval split only",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
     a.vectors_from = dict(v.split("=", 1) for v in a.vectors_from or [])
-    if not a.routing:
+    if a.no_routing:
+        a.routing = None
+    elif not a.routing:
         a.routing = sorted(PROJECT_SUITES.rglob("routing_*.jsonl")) or None
     corpora = (
         {k: Path(v).expanduser() for k, v in (c.split("=", 1) for c in a.corpus)}
