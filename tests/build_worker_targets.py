@@ -30,3 +30,10 @@ def raise_on_seven(args: tuple[Any, ...]) -> list[int]:
     if 7 in args[1]:
         raise ValueError("seven")
     return square(args)
+
+
+def big_answer(args: tuple[Any, ...]) -> list[bytes]:
+    """Each item as *offset* MB of its own byte: answers larger than a pipe
+    holds (the pool's 1 MiB or the default 64 KiB)."""
+    offset, items = args
+    return [bytes([i % 256]) * (offset << 20) for i in items]

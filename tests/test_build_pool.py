@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,63 @@ def test_a_worker_leaves_when_its_parent_is_killed(tmp_path: Path) -> None:
     finally:
         parent.kill()
         parent.stdout.close()
+
+
+def test_the_feeder_keeps_a_worker_busy_while_this_process_parses() -> None:
+    """While the building thread is inside one long batch of its own, the
+    worker is fed each next batch as its answers arrive (the pool's feeder
+    thread), not only when the building thread looks again: it answers more
+    batches than it was given ahead (``_DEPTH``) before ``here`` returns."""
+    batches = [[i] for i in range(12)]
+    pool = PipePool(1, "build_worker_targets:square", (0,))
+    waited: list[int] = []
+
+    def here(items: list[int]) -> list[int]:
+        if not waited:  # the first batch this process takes: wait here
+            deadline = time.monotonic() + 60
+            while pool._events.qsize() < workers._DEPTH + 2:
+                assert time.monotonic() < deadline, "the worker was not fed"
+                time.sleep(0.01)
+            waited.append(pool._events.qsize())
+        return [i * i for i in items]
+
+    try:
+        got = list(ordered(batches, list, here, pool))
+    finally:
+        pool.close()
+    assert got == [i * i for i in range(12)]
+    assert waited and waited[0] > workers._DEPTH
+
+
+def test_answers_larger_than_a_pipe_arrive_whole() -> None:
+    batches = [[0, 1], [2], [3, 4], [5]]
+    pool = PipePool(1, "build_worker_targets:big_answer", (3,))
+    try:
+        got = list(ordered(batches, list, lambda it: [b"?"] * len(it), pool))
+    finally:
+        pool.close()
+    for i, data in enumerate(got):
+        assert data in (b"?", bytes([i]) * (3 << 20))
+    assert any(len(d) > 1 for d in got)  # the worker answered some
+
+
+def test_prestarted_workers_are_taken_by_the_next_pool_or_let_go() -> None:
+    workers.prestart(1)
+    try:
+        assert len(workers._spare) == 1
+        spare = workers._spare[0]
+        pool = PipePool(1, "build_worker_targets:square", (100,))
+        try:
+            assert pool.workers[0].proc is spare  # no second interpreter
+            assert not workers._spare
+            got = list(ordered(BATCHES, list, lambda it: [-1] * len(it), pool))
+        finally:
+            pool.close()
+        assert [g for g in got if g != -1]  # the prestarted worker answered
+        assert all(g in (-1, i * i + 100) for i, g in enumerate(got))
+        workers.prestart(1)
+        unused = workers._spare[0]
+    finally:
+        workers.discard_spares()
+    assert not workers._spare
+    assert unused.returncode == 0  # it left when its stdin ended

@@ -91,6 +91,17 @@ def _in_order(
     yield from (waiting.pop(i) for i in sorted(waiting))
 
 
+def _discard_spare_workers() -> None:
+    """Let go the build workers ``index.workers.prestart`` started that no
+    pool took (a corpus too small for one, the in-memory fallback). Looked
+    up, not imported: only a process that prestarted has the module."""
+    import sys
+
+    mod = sys.modules.get("pycsamt_lsp.index.workers")
+    if mod is not None:
+        mod.discard_spares()
+
+
 @dataclass
 class _State:
     #: snapshot and ranking arrays, swapped together in one assignment
@@ -408,10 +419,13 @@ class Workspace:
             if report is not None:
                 return report
         with self._lock:
-            report = self._build_streamed(progress)
-            if report is None:  # the index folder cannot be written
-                report = self.build(progress)
-                self.persist()  # logs why it could not
+            try:
+                report = self._build_streamed(progress)
+                if report is None:  # the index folder cannot be written
+                    report = self.build(progress)
+                    self.persist()  # logs why it could not
+            finally:
+                _discard_spare_workers()
             return report
 
     def _build_streamed(self, progress: Progress | None) -> dict[str, Any] | None:
