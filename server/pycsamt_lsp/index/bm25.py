@@ -29,6 +29,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from pycsamt_lsp.index.terms import TermIds
+
 __all__ = ["K1", "B", "BM25Index", "DocTerms", "idf", "term_score"]
 
 K1 = 1.5
@@ -424,7 +426,7 @@ class BM25Index:
         counted = [d for d in add if not isinstance(d, int)]
         unseen = dict.fromkeys(t for d in counted for t in d if t not in vocab)
         if unseen:
-            vocab = dict(vocab)
+            vocab = dict(vocab.materialized() if isinstance(vocab, TermIds) else vocab)
             base = len(vocab)
             vocab.update(zip(unseen, range(base, base + len(unseen)), strict=True))
         ids = vocab.__getitem__  # every term has an id now
@@ -518,7 +520,9 @@ class BM25Index:
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything needed to restore this index (compacted) without re-tokenizing."""
         full = self if len(self.delta_doc) == 0 else self.compacted()
-        terms = sorted(full.vocab, key=full.vocab.__getitem__)
+        v = full.vocab
+        v = v.materialized() if isinstance(v, TermIds) else v
+        terms = sorted(v, key=v.__getitem__)
         blob = "\n".join(terms).encode("utf-8")
         return {
             "vocab": np.frombuffer(blob, np.uint8),
@@ -537,9 +541,10 @@ class BM25Index:
     @classmethod
     def from_arrays(cls, a: Mapping[str, np.ndarray]) -> BM25Index:
         """Inverse of :meth:`arrays`; raises ``ValueError`` on inconsistent input."""
-        blob = bytes(a["vocab"]).decode("utf-8")
-        terms = blob.split("\n") if blob else []
-        vocab = dict(zip(terms, range(len(terms)), strict=True))  # built in C
+        # looked up in the blob, the dict made when many terms are (warm start)
+        raw = bytes(a["vocab"])
+        raw.decode("utf-8")  # a damaged blob is refused here, as before
+        vocab = TermIds(raw, raw.count(b"\n") + 1 if raw else 0)
         k1, b, main_n = (float(x) for x in a["params"])
         n_slots = len(a["alive"])
         if (

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.terms import TermIds
 from pycsamt_lsp.search.fields import NameField, PackedPostings
 from pycsamt_lsp.search.retrieval import RankAux
 from pycsamt_lsp.search.slotmap import SlotMap
@@ -34,15 +35,18 @@ class Published:
 
     def prepare(self) -> None:
         """Do now what the first update of a loaded state would otherwise
-        do: slice the persisted name field's postings and make the symbol
-        and leaf slot arrays (a server calls this after its first answer,
-        so a first save does not pay for it)."""
+        do: slice the persisted name field's postings, make the symbol and
+        leaf slot arrays and the vocabulary's dict (a server calls this
+        after its first answer, so a first save does not pay for it)."""
         postings = self.aux.stages.names.postings
         if isinstance(postings, PackedPostings):
             postings.materialized()
         for slots in (self.aux.leaf_slots, self.aux.symbol_slots):
             if isinstance(slots, SlotMap):
                 slots.materialized()
+        vocab = self.snapshot.bm25.vocab
+        if isinstance(vocab, TermIds):
+            vocab.materialized()
 
     def extended(self, snapshot: Snapshot) -> Published:
         """The state for *snapshot*, an update of this one (it only appends
