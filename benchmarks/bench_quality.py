@@ -560,13 +560,17 @@ def paired_ci(
 def dense_ci(
     bm25: list[dict[str, Any]], fused: list[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """Per suite and ALL: fused - BM25 reciprocal rank and hit@10, paired."""
+    """Per suite, ALL and ``test/POOLED`` (every frozen split's questions
+    together, the issue-14 decision's sample): fused - BM25 reciprocal rank
+    and hit@10, paired."""
     suites: dict[str, list[tuple[dict, dict]]] = {}
     for b, f in zip(bm25, fused, strict=True):
         if "rr" not in b:
             continue
         suites.setdefault(b["suite"] or "?", []).append((b, f))
         suites.setdefault("ALL", []).append((b, f))
+        if str(b["suite"] or "").startswith("test/"):
+            suites.setdefault("test/POOLED", []).append((b, f))
     return {
         name: {
             "mrr@10": paired_ci([f["rr"] - b["rr"] for b, f in pairs]),
@@ -674,11 +678,13 @@ def dense_table(results: dict[str, Any]) -> str:
         for spec, var in res.get("dense_variants", {}).items():
             rows.append(f"{'':<14}fusion with disable={spec}:")
             for suite, ci in var["ci"].items():
-                agg = var["by_suite"][suite]
+                # test/POOLED has a paired CI but no aggregate of its own
+                agg = var["by_suite"].get(suite) or {}
                 c, h = ci["mrr@10"], ci["hit@10"]
                 rows.append(
-                    f"{'':<16}{suite} mrr@10 {_f(agg['mrr@10'])} hit@10 {_f(agg['hit@10'])}"
-                    f" wf@10 {_f(agg['wf@10'])}; fused-bm25 mrr@10 {c['mean']:+.3f}"
+                    f"{'':<16}{suite} mrr@10 {_f(agg.get('mrr@10'))} hit@10 "
+                    f"{_f(agg.get('hit@10'))} wf@10 {_f(agg.get('wf@10'))}; "
+                    f"fused-bm25 mrr@10 {c['mean']:+.3f}"
                     f" [{c['lo']:+.3f}, {c['hi']:+.3f}] ({c['better']}/{c['worse']}),"
                     f" hit@10 {h['mean']:+.3f} [{h['lo']:+.3f}, {h['hi']:+.3f}]"
                 )

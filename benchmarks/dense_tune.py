@@ -41,9 +41,11 @@ from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.routing import Router
 from pycsamt_lsp.search.dense import (
     COSINE_FLOOR,
+    FIRST_MARGIN,
     PRF_WEIGHT,
     RRF_K,
     MiniLMBackend,
+    bm25_margin,
     dense_query,
     fused_order,
     rrf_fuse,
@@ -330,7 +332,43 @@ def variants(qv: QueryVectors) -> dict[str, Variant]:
         lane, qq, keep_top=1, depth=10, bm_depth=20
     )
     v["keep2_d10"] = lambda lane, qq: fused(lane, qq, keep_top=2, depth=10)
+    # session 5: BM25's first hit kept first only when it leads clearly
+    # (its score over the second's at least r), at dense depth 10 or 50
+    for r in (1.02, 1.03, 1.05, 1.08, 1.1, 1.15, 1.25, 1.5, 2.0):
+        for d in (5, 10, 20, 50):
+            v[f"keepm{r:g}_d{d}"] = lambda lane, qq, r=r, d=d: fused(
+                lane, qq, keep_top=1 if margin(qq) >= r else 0, depth=d, prf=0.0
+            )
+        v[f"keepm{r:g}_d10_w0.75"] = lambda lane, qq, r=r: fused(
+            lane,
+            qq,
+            keep_top=1 if margin(qq) >= r else 0,
+            depth=10,
+            prf=0.0,
+            weight=0.75,
+        )
+    v["keepm1.1_d10_splitq"] = lambda lane, qq: fused(
+        lane,
+        qq,
+        keep_top=1 if margin(qq) >= 1.1 else 0,
+        depth=10,
+        prf=0.0,
+        qvec=qv.get(split_identifiers(qq.rec["query"])),
+    )
+    for d in (20, 30, 50):
+        v[f"keep1_d{d}_prf0"] = lambda lane, qq, d=d: fused(
+            lane, qq, keep_top=1, depth=d, prf=0.0
+        )
+    for w in (0.5, 0.75, 1.25, 1.5):
+        v[f"keep1_d10_prf0_w{w:g}"] = lambda lane, qq, w=w: fused(
+            lane, qq, keep_top=1, depth=10, prf=0.0, weight=w
+        )
     return v
+
+
+def margin(qq: Q) -> float:
+    """BM25's first score over its second's (``fusion.bm25_margin``)."""
+    return bm25_margin(qq.pool)
 
 
 def prepare(ws: Workspace, records: list[dict[str, Any]], qv: QueryVectors) -> list[Q]:
@@ -351,13 +389,27 @@ def prepare(ws: Workspace, records: list[dict[str, Any]], qv: QueryVectors) -> l
 
 
 def check(ws: Workspace, lane: Lane, qs: list[Q]) -> int:
-    """Variants ``base`` and ``keep1_d10_prf0`` against dense_query (the
-    session-3 default, and today's): the number of differing top-10s."""
+    """Variants ``base``, ``keep1_d10_prf0`` and ``keepm1.05_d10`` against
+    dense_query (the session-3 fusion, session 4's and today's default):
+    the number of differing top-10s."""
     be = MiniLMBackend()
     bad = 0
     pairs = (
         (lambda qq: fused(lane, qq), ("bm25_first", "dense_depth", "+prf")),
-        (lambda qq: fused(lane, qq, keep_top=1, depth=10, prf=0.0), ()),
+        (
+            lambda qq: fused(lane, qq, keep_top=1, depth=10, prf=0.0),
+            ("first_margin",),
+        ),
+        (
+            lambda qq: fused(
+                lane,
+                qq,
+                keep_top=1 if margin(qq) >= FIRST_MARGIN else 0,
+                depth=10,
+                prf=0.0,
+            ),
+            (),
+        ),
     )
     for qq in qs:
         for mine, disable in pairs:
@@ -377,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--show", default="", help="variant: print per-query changes")
     ap.add_argument("--text", choices=("head", "sig"), default="head")
+    ap.add_argument(
+        "--suite",
+        default="tuning/",
+        help="suite-name prefix of the tuning figures (e.g. tuning/dense_tuning)",
+    )
     a = ap.parse_args(argv)
     checkout = not (a.root / "PKG-INFO").exists()
     records = load_records(tuning_files(a.root), checkout=checkout)
@@ -401,13 +458,13 @@ def main(argv: list[str] | None = None) -> int:
     print(hdr)
     res: dict[str, Any] = {}
     for n, sc in scored.items():
-        tun = [s for s in sc if str(s["suite"]).startswith("tuning/")]
+        tun = [s for s in sc if str(s["suite"]).startswith(a.suite)]
         bun = [s for s in sc if str(s["suite"]).startswith("bundled")]
         at, ab = by_suite(tun)["ALL"], by_suite(bun)["ALL"]
         pairs = [
             (b, f)
             for b, f in zip(base, sc, strict=True)
-            if "rr" in b and str(b["suite"]).startswith("tuning/")
+            if "rr" in b and str(b["suite"]).startswith(a.suite)
         ]
         ci = paired_ci([f["rr"] - b["rr"] for b, f in pairs])
         wf_t = at["wf@10"]

@@ -17,6 +17,7 @@ from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.search import dense
 from pycsamt_lsp.search.dense import (
     COSINE_FLOOR,
+    FIRST_MARGIN,
     FUSION_OFF_BY_DEFAULT,
     FUSION_STAGES,
     PRF_WEIGHT,
@@ -25,6 +26,7 @@ from pycsamt_lsp.search.dense import (
     EmbeddingError,
     EmbeddingStore,
     HashingBackend,
+    bm25_margin,
     build_embeddings,
     dense_query,
     dense_ranking,
@@ -421,14 +423,14 @@ def test_cosine_floor_stale_rows_and_unknown_ids(ws):
     assert len(dense_ranking(ws, loaded, np.array([[1.0, 0, 0, 0]]), 1)) == 1
 
 
-def _by_hand(ws, k, *, prf, dense_n):
+def _by_hand(ws, k, *, prf, dense_n, q=Q):
     """DESIGN 5's fusion recomputed: top max(5k, 50) of BM25, the dense list
     (*dense_n* deep, the query pulled toward BM25's first hit by *prf*),
     RRF k=60 with 0-based ranks; ``(bm25 ids, fused scores, fused order)``."""
     n = pool_size(k)
-    bm_ids = [r["id"] for r in ws.query(Q, n)["results"]]
+    bm_ids = [r["id"] for r in ws.query(q, n)["results"]]
     store = load_store(ws.index_dir)
-    qv = HashingBackend().embed([Q])[0]
+    qv = HashingBackend().embed([q])[0]
     if prf:
         qv = qv + prf * store.vectors[store.ids.index(bm_ids[0])]
         qv /= np.linalg.norm(qv)
@@ -470,7 +472,9 @@ def test_default_fusion_keeps_bm25_first_and_fuses_the_dense_top_k(hashed_ws):
     ws = hashed_ws
     k = 3
     res = dense_query(ws, Q, k)
-    assert res["fusion_stages"] == ["bm25_first", "dense_depth"]
+    assert res["fusion_stages"] == ["bm25_first", "dense_depth", "first_margin"]
+    # BM25's first hit leads clearly here, so first_margin keeps it first
+    assert bm25_margin(ws.query(Q, 2)["results"]) >= FIRST_MARGIN
     assert res["n_dense"] <= k and res["dense_anchor"] is None
     bm_ids, expected, order = _by_hand(ws, k, prf=0.0, dense_n=k)
     want = [bm_ids[0], *(c for c in order if c != bm_ids[0])][:k]
@@ -479,18 +483,50 @@ def test_default_fusion_keeps_bm25_first_and_fuses_the_dense_top_k(hashed_ws):
     scores = [r["score"] for r in res["results"]]
     assert scores == sorted(scores, reverse=True)
     assert scores[0] == pytest.approx(max(expected.values()), abs=1e-6)
+    # first_margin refines bm25_first: without it, it is not reported
     assert fusion_stages(("bm25_first",)) == {"dense_depth"}
     assert fusion_stages(("+prf", "field_head")) == set(FUSION_STAGES)
+
+
+#: a fixture query whose two best BM25 scores are within 5% (ratio 1.02)
+NEAR_TIE = "bool shift"
+
+
+def test_first_margin_lets_rrf_decide_a_near_tie(hashed_ws):
+    """BM25's first two scores nearly equal: the fused first page is plain
+    RRF over BM25 and the dense top k (rank 1 included); with the stage off,
+    BM25's first hit is kept first as in session 4's fusion."""
+    ws = hashed_ws
+    k = 3
+    pool = ws.query(NEAR_TIE, pool_size(k))["results"]
+    assert 1.0 <= bm25_margin(pool) < FIRST_MARGIN == 1.05
+    res = dense_query(ws, NEAR_TIE, k)
+    assert res["fusion_stages"] == ["bm25_first", "dense_depth", "first_margin"]
+    bm_ids, expected, order = _by_hand(ws, k, prf=0.0, dense_n=k, q=NEAR_TIE)
+    assert [r["id"] for r in res["results"]] == order[:k]
+    assert res["results"][0]["id"] != bm_ids[0]  # RRF put another chunk first
+    for r in res["results"]:
+        assert r["score"] == pytest.approx(expected[r["id"]], abs=1e-6)
+    off = dense_query(ws, NEAR_TIE, k, disable=("first_margin",))
+    assert off["fusion_stages"] == ["bm25_first", "dense_depth"]
+    want = [bm_ids[0], *(c for c in order if c != bm_ids[0])][:k]
+    assert [r["id"] for r in off["results"]] == want
+    assert bm25_margin([{"score": 2.0}]) == float("inf")
 
 
 def test_each_fusion_stage_changes_a_first_page(hashed_ws):
     """A stage that can never change a ranking is no stage: on this fixture
     each one, switched off alone, changes a top 3 (a query where it acts)."""
     ws = hashed_ws
-    for name, q in (("bm25_first", "phase tensor"), ("dense_depth", Q)):
+    for name, q in (
+        ("bm25_first", "phase tensor"),
+        ("dense_depth", Q),
+        ("first_margin", NEAR_TIE),
+    ):
         on = dense_query(ws, q, 3)
         off = dense_query(ws, q, 3, disable=(name,))
-        assert off["fusion_stages"] == sorted(set(FUSION_STAGES) - {"prf", name})
+        assert off["fusion_stages"] == sorted(fusion_stages((name,)))
+        assert name not in off["fusion_stages"]
         assert [r["id"] for r in on["results"]] != [r["id"] for r in off["results"]]
         if name == "bm25_first":  # off: BM25's first hit is demoted by RRF
             bm1 = ws.query(q, 1)["results"][0]["id"]

@@ -28,10 +28,12 @@ from pycsamt_lsp.search.dense.backends import (
 )
 from pycsamt_lsp.search.dense.fusion import (
     COSINE_FLOOR,
+    FIRST_MARGIN,
     FUSION_OFF_BY_DEFAULT,
     FUSION_STAGES,
     PRF_WEIGHT,
     RRF_K,
+    bm25_margin,
     dense_query,
     dense_ranking,
     feedback_query,
@@ -58,6 +60,7 @@ from pycsamt_lsp.search.dense.store import (
 __all__ = [
     "COSINE_FLOOR",
     "DEFAULT_OPENAI_EMBED_MODEL",
+    "FIRST_MARGIN",
     "FUSION_OFF_BY_DEFAULT",
     "FUSION_STAGES",
     "HASH_NAME",
@@ -76,6 +79,7 @@ __all__ = [
     "MiniLMBackend",
     "OpenAIBackend",
     "backend_for",
+    "bm25_margin",
     "build_embeddings",
     "dense_query",
     "dense_ranking",

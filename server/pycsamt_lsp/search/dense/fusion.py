@@ -31,6 +31,13 @@ switches on one that is off by default); with ``disable=("bm25_first",
   ranks near the top. With the top k, the first page is BM25's best and
   the dense list's best, interleaved, and a chunk only the vectors find
   reaches it.
+- ``first_margin`` (on, session 5): ``bm25_first`` holds only when BM25's
+  first result leads its second clearly, by a score ratio of at least
+  :data:`FIRST_MARGIN` (1.05); on a near tie RRF decides rank 1 as well.
+  Why: a BM25 first hit only a hair above the second is a coin toss that
+  ``bm25_first`` froze, and there the dense list's vote is worth having;
+  a clear BM25 winner (the bundled questions' usual case) stays first.
+  Switched off, the fusion is session 4's (``bm25_first`` unconditional).
 - ``prf`` (off): the query vector pulled a quarter of the way
   (:data:`PRF_WEIGHT`) toward BM25's first result,
   ``q' = norm(norm(q) + 0.25 * v(top1))`` (pseudo-relevance feedback). It
@@ -39,7 +46,18 @@ switches on one that is off by default); with ``disable=("bm25_first",
   lets the dense list add what BM25 missed instead of chunks like its first
   hit.
 
-Chosen on the tuning split and the bundled suites only (MiniLM head/256,
+``first_margin`` was chosen in session 5 on ``suites/tuning/dense_tuning.jsonl``
+(198 questions written for it, none sharing an answer with frozen splits 1
+and 2), fresh_tuning and the bundled suites only: fused - BM25 MRR@10 on
+dense_tuning +0.036 [+0.017, +0.058] (sdist) and +0.026 [+0.007, +0.046]
+(checkout), against +0.013 [+0.003, +0.024] and +0.009 [-0.004, +0.022]
+with an unconditional ``bm25_first``; fresh_tuning +0.039 / +0.047 against
++0.021 / +0.030; every bundled metric 1.0. Ratios of 1.03-1.05 and dense
+depths 10-20 score alike; 1.1 and above lose bundled questions on the
+checkout. Its frozen-split evaluation is ``benchmarks/dense_frozen_plan.md``'s
+session-5 section.
+
+The session-4 stages were chosen on the tuning split and the bundled suites only (MiniLM head/256,
 ``benchmarks/dense_tune.py``): fused minus BM25 MRR@10 on fresh_tuning
 +0.021 [+0.003, +0.043] (sdist) and +0.030 [+0.010, +0.056] (checkout),
 7 / 1 and 8 / 0 questions better / worse, hit@10 0.900 -> 0.967 and
@@ -77,10 +95,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COSINE_FLOOR",
+    "FIRST_MARGIN",
     "FUSION_OFF_BY_DEFAULT",
     "FUSION_STAGES",
     "PRF_WEIGHT",
     "RRF_K",
+    "bm25_margin",
     "dense_query",
     "dense_ranking",
     "fused_order",
@@ -96,8 +116,11 @@ RRF_K = 60
 #: Weight of BM25's first result's vector added to the query vector when the
 #: ``prf`` stage is on (see the module docstring).
 PRF_WEIGHT = 0.25
+#: BM25's first score over its second's at or above which ``bm25_first``
+#: keeps the first result first while ``first_margin`` is on.
+FIRST_MARGIN = 1.05
 #: The fusion's named stages, in the order they act (module docstring).
-FUSION_STAGES: tuple[str, ...] = ("prf", "dense_depth", "bm25_first")
+FUSION_STAGES: tuple[str, ...] = ("prf", "dense_depth", "bm25_first", "first_margin")
 #: Fusion stages that run only when switched on with ``"+name"``.
 FUSION_OFF_BY_DEFAULT: frozenset[str] = frozenset({"prf"})
 
@@ -114,7 +137,17 @@ def fusion_stages(disable: Collection[str] = ()) -> frozenset[str]:
             on.add(name[1:])
         elif name in FUSION_STAGES:
             on.discard(name)
+    if "bm25_first" not in on:  # first_margin only refines bm25_first
+        on.discard("first_margin")
     return frozenset(on)
+
+
+def bm25_margin(results: Sequence[dict[str, Any]]) -> float:
+    """BM25's first score over its second's (``inf`` with fewer than two
+    results or a second score of 0): how clearly the first result leads."""
+    if len(results) < 2 or not results[1]["score"]:
+        return float("inf")
+    return float(results[0]["score"]) / float(results[1]["score"])
 
 
 def pool_size(k: int) -> int:
@@ -285,7 +318,10 @@ def dense_query(
     fused = rrf_fuse([bm_ids, dense_ids])
     by_id = {r["id"]: r for r in bm_results}
     order = fused_order(fused)
-    if "bm25_first" in stages and bm_ids:
+    keep_first = "bm25_first" in stages and bool(bm_ids)
+    if keep_first and "first_margin" in stages:
+        keep_first = bm25_margin(bm_results) >= FIRST_MARGIN
+    if keep_first:
         fused[bm_ids[0]] = max(fused[bm_ids[0]], fused[order[0]])
         order = [bm_ids[0], *(c for c in order if c != bm_ids[0])]
     results: list[dict[str, Any]] = []
