@@ -7,17 +7,14 @@ count as a change, and an outside script can recompute it (DESIGN 3).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import logging
 import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.corpus.safety import read_regular, screen
@@ -170,6 +167,9 @@ def fetch_distribution(
             return root
     base.mkdir(parents=True, exist_ok=True)
     tried: list[str] = []
+    import shutil  # here: a warm start never fetches (issue 18)
+    import tempfile
+
     with tempfile.TemporaryDirectory(dir=base, prefix=".fetch-") as tmp:
         t = Path(tmp)
         ok, why = _pip(
@@ -236,6 +236,8 @@ def _version_of(archive: Path, name: str) -> str:
 def _install_unpacked(
     archive: Path, tmp: Path, base: Path, name: str, spec: str, *, sdist: bool
 ) -> Path:
+    import shutil
+
     version = _version_of(archive, name)
     target = base / f"{name}-{version}"
     root = target / f"{name}-{version}"
@@ -310,7 +312,7 @@ def discover_root(
     interpreter; else the fetched cache. A src checkout's root is the
     project folder, not ``src/``.
     """
-    from pycsamt_lsp.corpus.installed import find_installed
+    # corpus.installed (and its sysconfig) only when reading site-packages
     from pycsamt_lsp.corpus.layout import package_dir
 
     pkg = profile.package
@@ -319,6 +321,8 @@ def discover_root(
         if not root.is_dir():
             raise CorpusError(f"corpus root {root} does not exist or is not a folder")
         if package_dir(root, pkg) is None and not (root / f"{pkg}.py").is_file():
+            from pycsamt_lsp.corpus.installed import find_installed
+
             pointed = find_installed(pkg, [root])
             if pointed is not None:
                 return _project_root(pointed).resolve()
@@ -327,6 +331,8 @@ def discover_root(
         ws = Path(workspace).expanduser()
         if package_dir(ws, pkg) is not None:
             return ws.resolve()
+    import importlib.util
+
     try:
         spec = importlib.util.find_spec(pkg)
     except (ImportError, ValueError):
@@ -334,6 +340,8 @@ def discover_root(
     if spec is not None and spec.submodule_search_locations:
         pkg_dir = Path(next(iter(spec.submodule_search_locations)))
         return _project_root(pkg_dir.parent).resolve()
+    from pycsamt_lsp.corpus.installed import find_installed
+
     found = find_installed(pkg)
     if found is not None:
         return _project_root(found).resolve()
@@ -360,6 +368,15 @@ def _project_root(folder: Path) -> Path:
     return folder
 
 
+def _sha256(data: bytes = b"") -> Any:
+    """``hashlib.sha256(data)``, hashlib imported on first use: a warm start
+    that the freshness record settles hashes nothing (its import, OpenSSL's
+    library, was 3-4 ms of a fresh query process; issue 18)."""
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def hash_file(path: Path, max_bytes: int) -> tuple[bytes, bytes] | None:
     """Read a file and return ``(data, sha256 digest)``; None when too large.
 
@@ -367,7 +384,7 @@ def hash_file(path: Path, max_bytes: int) -> tuple[bytes, bytes] | None:
     data = read_regular(path, max_bytes)
     if data is None:
         return None
-    return data, hashlib.sha256(data).digest()
+    return data, _sha256(data).digest()
 
 
 def _walk(top: Path) -> Iterator[Path]:
@@ -468,7 +485,7 @@ def scan_corpus(
 def fingerprint(digests: dict[str, bytes] | Iterable[tuple[str, bytes]]) -> str:
     """DESIGN 3: SHA-256 over ``rel || b":" || sha256(bytes)`` sorted by rel."""
     items = digests.items() if isinstance(digests, dict) else digests
-    h = hashlib.sha256()
+    h = _sha256()
     for rel, digest in sorted(items):
         h.update(rel.encode("utf-8"))
         h.update(b":")

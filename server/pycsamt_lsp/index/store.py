@@ -10,13 +10,10 @@ renamed; all carry one ``build_id`` so a torn set is detected on load.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
-import uuid
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -50,6 +47,10 @@ INDEX_DIRNAME = ".pycsamt_rag"
 
 
 def _writable(d: Path) -> bool:
+    # hashlib, tempfile and uuid are imported where used: loading an index
+    # needs none of them (3-6 ms of a fresh query process; issue 18)
+    import tempfile
+
     try:
         d.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=d, prefix=".probe-"):
@@ -66,6 +67,8 @@ def default_index_dir(root: Path, cache: Path) -> Path:
         not d.exists() and os.access(root, os.W_OK)
     ):
         return d
+    import hashlib
+
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
     return cache / "indexes" / f"{root.name}-{key}"
 
@@ -86,6 +89,8 @@ def save_snapshot(
     by_kind: dict[str, int] = {}
     by_wf: dict[str, int] = {}
     table = snap.table
+
+    import hashlib
 
     digest = hashlib.sha256()
 
@@ -150,6 +155,8 @@ def _write_rest(
     checks the one ``build_id`` all three carry), once ``chunks.jsonl`` is
     in place; one writer for a saved snapshot and for a streamed build, so
     both write the same bytes for the same chunks."""
+    import uuid
+
     build_id = uuid.uuid4().hex
     meta = {"build_id": build_id, **columns, "files": files, "skipped": skipped}
     atomic_write(
@@ -195,6 +202,8 @@ class ChunkWriter:
     """
 
     def __init__(self, fh: BinaryIO) -> None:
+        import hashlib
+
         self.fh = fh
         self.digest = hashlib.sha256()
         self.vocab: dict[str, int] = {}
@@ -360,6 +369,8 @@ def synced_meanwhile(*handles: BinaryIO) -> threading.Thread:
 
 
 def _sha256_file(path: Path) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):

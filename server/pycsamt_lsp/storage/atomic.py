@@ -10,7 +10,6 @@ before ``os.replace``, and the temp file is removed whatever goes wrong.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,8 @@ def atomic_open(path: Path) -> Iterator[BinaryIO]:
     sits next to *path* (same file system, so the rename is atomic) and is
     named ``.<name>.*`` so directory listings skip it.
     """
+    import tempfile  # here: a warm start writes nothing (issue 18)
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

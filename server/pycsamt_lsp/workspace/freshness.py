@@ -22,13 +22,12 @@ same timestamp tick would be invisible, the "racy git" problem), when the
 corpus holds a symbolic link (its target can change without its own stat
 changing) or a refused entry, or off POSIX (Windows' ``st_ctime`` is the
 creation time). Then every open does the content check, as it always did.
-The record names the index ``build_id`` and a digest of the profile's
+The record names the index ``build_id`` and the profile's
 listing rules, so a new index or another profile ignores it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -48,15 +47,21 @@ log = logging.getLogger(__name__)
 
 #: The record, in the index folder.
 RECORD_NAME = "fresh.json"
-#: Version of the record's layout and of the rules below.
-_VERSION = 2
+#: Version of the record's layout and of the rules below (3: the profile's
+#: listing rules recorded as written, not as a SHA-256 of them).
+_VERSION = 3
 #: A recorded time this close to (or after) the moment the stats were taken
 #: could hide a change made in the same timestamp tick: no record then.
 RACY_NS = 2_000_000_000
 
 
-def profile_digest(profile: Profile) -> str:
-    """A digest of what decides the listing (which files, which folders)."""
+def profile_rules(profile: Profile) -> str:
+    """What decides the listing (which files, which folders), as text.
+
+    Recorded and compared as it is (~600 characters for the default
+    profile), not as a digest: the comparison is exact either way, and a
+    warm start then needs no hashlib (OpenSSL's library: 3-4 ms of a fresh
+    query process; issue 18)."""
     rules = (
         profile.name,
         profile.roots,
@@ -68,7 +73,7 @@ def profile_digest(profile: Profile) -> str:
         profile.recipe_dir,
         sorted(SKIP_DIRS),
     )
-    return hashlib.sha256(repr(rules).encode()).hexdigest()[:32]
+    return repr(rules)
 
 
 def _file_key(st: os.stat_result) -> list[int]:
@@ -110,7 +115,7 @@ class StatRecorder:
         self.ok = os.name == "posix"
         self.root = os.fspath(root)
         self.bundled = os.fspath(bundled) if bundled is not None else None
-        self.profile = profile_digest(profile)
+        self.profile = profile_rules(profile)
         self.paths: dict[str, list[int] | None] = {}
         self.dirs: dict[str, list[int]] = {}
         self.files: dict[str, list[int]] = {}
@@ -242,7 +247,7 @@ def still_fresh(
         or record.get("build_id") != build_id
         or record.get("root") != os.fspath(root)
         or record.get("bundled") != (os.fspath(bundled) if bundled else None)
-        or record.get("profile") != profile_digest(profile)
+        or record.get("profile") != profile_rules(profile)
     ):
         return False
     try:
