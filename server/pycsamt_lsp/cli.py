@@ -317,7 +317,10 @@ def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
         return 0
     if args.cmd == "serve":
         # the only place the CLI touches LSP code, so other commands never load it
-        from pycsamt_lsp.lsp.server import serve
+        from pycsamt_lsp.lsp.codecache import server_imports
+
+        with server_imports():  # attrs' generated methods compiled once (issue 18)
+            from pycsamt_lsp.lsp.server import serve
 
         return serve(
             tcp=args.tcp, root=args.root, profile=args.profile, index_dir=args.index_dir

@@ -1,0 +1,143 @@
+"""The compiled methods attrs generates for lsprotocol, kept between server starts.
+
+Why: importing ``lsprotocol.types`` (the LSP types pygls speaks) makes ~570
+attrs classes, and attrs writes each class's ``__init__``, ``__eq__``,
+``__repr__``... as Python source and compiles it, at every import: 560-590
+``compile`` calls, 0.15-0.23 CPU-s of the language server's start (issue 18:
+spawn -> first answer). The code those calls produce depends only on the
+source text, the file name attrs gives it, the compile mode and flags, and
+the interpreter, so it is what a ``.pyc`` file is to a module: this module
+keeps it in one ``marshal`` file (in the cache folder, named by the
+interpreter's cache tag, e.g. ``attrs-code-cpython-311.marshal``) and hands
+it back to attrs on the next start.
+
+How: while :func:`attrs_code_cache` is active, ``attr._make``'s global name
+``compile`` (which its generated-method helper calls) is a function that
+looks the exact ``(source, filename, mode)`` up in that file's table and
+compiles on a miss, with the future flags ``attr._make`` itself has (what
+its own ``compile`` calls inherit), so a hit is the very code object a
+compile would give. The file is rewritten, atomically, when a start missed
+anything or used fewer entries than it held (a new attrs or lsprotocol:
+only what this start used is kept). A missing, unreadable or foreign file
+is ignored (everything is compiled, as before); if ``attr._make`` is not
+what this expects, nothing is changed. Trust: the file sits in the user's
+own cache folder, like the ``.pyc`` files of the environment.
+"""
+
+from __future__ import annotations
+import __future__
+
+import logging
+import marshal
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+__all__ = ["attrs_code_cache", "default_folder", "server_imports"]
+
+log = logging.getLogger(__name__)
+
+#: First item of the file: what the code objects in it were compiled by.
+_HEADER = ("pycsamt-lsp attrs code 1", sys.version, sys.implementation.cache_tag)
+
+_Key = tuple[str, str, str]
+
+
+def _read(path: Path) -> dict[_Key, CodeType]:
+    """The table in *path*, or an empty one (missing, damaged, foreign)."""
+    try:
+        data = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    if not (isinstance(data, tuple) and len(data) == 2 and data[0] == _HEADER):
+        return {}
+    table = data[1]
+    if not isinstance(table, dict):
+        return {}
+    return table
+
+
+def _write(path: Path, table: dict[_Key, CodeType]) -> None:
+    from pycsamt_lsp.storage.atomic import atomic_write_bytes
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, marshal.dumps((_HEADER, table)))
+    except (OSError, ValueError) as exc:
+        log.debug("attrs code cache not written: %s", exc)
+
+
+def _future_flags(code: CodeType) -> int:
+    """The ``from __future__`` flags *code* was compiled with: what a
+    ``compile`` called from it inherits."""
+    every = 0
+    for name in __future__.all_feature_names:
+        every |= getattr(__future__, name).compiler_flag
+    return code.co_flags & every
+
+
+@contextmanager
+def attrs_code_cache(folder: Path) -> Iterator[None]:
+    """Within the block, attrs' generated methods come from (and go to) the
+    cache file in *folder*; see the module doc."""
+    try:
+        import attr._make as make
+    except ImportError:
+        yield
+        return
+    if "compile" in vars(make) or not callable(getattr(make, "_compile_and_eval", 0)):
+        yield  # not the attrs this was written for: leave it alone
+        return
+    path = folder / f"attrs-code-{sys.implementation.cache_tag}.marshal"
+    known = _read(path)
+    used: dict[_Key, CodeType] = {}
+    missed = 0
+    flags = _future_flags(make._compile_and_eval.__code__)
+    builtin = compile
+
+    def cached(source: Any, filename: Any, mode: str, *args: Any, **kw: Any) -> Any:
+        nonlocal missed
+        if args or kw or type(source) is not str or type(filename) is not str:
+            return builtin(source, filename, mode, *args, **kw)
+        key = (source, filename, mode)
+        code = known.get(key)
+        if code is None:
+            code = builtin(source, filename, mode, flags, True)
+            missed += 1
+        used[key] = code
+        return code
+
+    make.compile = cached  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        del make.compile  # type: ignore[attr-defined]
+        if missed or len(used) != len(known):
+            _write(path, used)
+
+
+def default_folder() -> Path:
+    """Where the file lives: ``code/`` in the cache folder
+    (``$PYCSAMT_LSP_CACHE`` or ``~/.cache/pycsamt-lsp``)."""
+    from pycsamt_lsp.corpus.discovery import cache_dir
+
+    return cache_dir() / "code"
+
+
+def _enabled() -> bool:
+    """Off with ``PYCSAMT_LSP_ATTRS_CACHE=0`` (to measure or rule it out)."""
+    return os.environ.get("PYCSAMT_LSP_ATTRS_CACHE", "1") != "0"
+
+
+@contextmanager
+def server_imports() -> Iterator[None]:
+    """The block that imports the server: with the cache unless switched off."""
+    if not _enabled():
+        yield
+        return
+    with attrs_code_cache(default_folder()):
+        yield
