@@ -8,10 +8,10 @@ table of one snapshot's symbols is built once and kept by the workspace's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.cards.lineage import extends
+from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot
 from pycsamt_lsp.text.identifiers import split_identifier
 
 if TYPE_CHECKING:
@@ -22,8 +22,10 @@ __all__ = ["SymbolTable", "search_symbols"]
 _SYMBOL_KINDS = ("python_symbol", "python_method", "module_doc")
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):
+    """One symbol of the table (a tuple: ~100 bytes against a dataclass's
+    ~250, and quicker to make)."""
+
     symbol: str
     leaf: str
     lower: str
@@ -33,32 +35,93 @@ class _Entry:
     slot: int
 
 
-class SymbolTable:
-    """The index's code symbols of one snapshot, for name matching."""
+def _entries_of(
+    t: ChunkTable, slots: tuple[int, ...], named: dict[str, _Entry] | None = None
+) -> tuple[_Entry, ...]:
+    """The entries of one file's *slots*: the first chunk of each symbol of
+    a code kind. *named*: entries of an older table by symbol, whose name
+    parts (leaf, lower case, words: functions of the symbol alone) are
+    reused instead of split again."""
+    seen: set[str] = set()
+    out: list[_Entry] = []
+    symbols, kinds, priority = t.symbols, t.kinds, t.priority
+    for s in slots:
+        sym, kind = symbols[s], kinds[s]
+        if not sym or kind not in _SYMBOL_KINDS or sym in seen:
+            continue
+        seen.add(sym)
+        was = named.get(sym) if named is not None else None
+        if was is not None:
+            leaf, lower, words = was.leaf, was.lower, was.words
+        else:
+            leaf = sym.rsplit(".", 1)[-1]
+            lower, words = leaf.lower(), tuple(split_identifier(leaf))
+        out.append(_Entry(sym, leaf, lower, words, kind, int(priority[s]), s))
+    return tuple(out)
 
-    def __init__(self, snap: Snapshot) -> None:
+
+class SymbolTable:
+    """The index's code symbols of one snapshot, for name matching: files in
+    path order, the first chunk of each symbol (of a code kind)."""
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        by_file: dict[str, tuple[_Entry, ...]] | None = None,
+    ) -> None:
+        """*by_file*: the entries of each file of *snap*, when known
+        (:meth:`following`); else read from the snapshot's table."""
         t = snap.table
-        seen: set[str] = set()
-        entries: list[_Entry] = []
-        for _rel, (_sha, slots) in sorted(snap.files.items()):
-            for s in slots:
-                sym, kind = t.symbols[s], t.kinds[s]
-                if not sym or kind not in _SYMBOL_KINDS or sym in seen:
-                    continue
-                seen.add(sym)
-                leaf = sym.rsplit(".", 1)[-1]
-                entries.append(
-                    _Entry(
-                        sym,
-                        leaf,
-                        leaf.lower(),
-                        tuple(split_identifier(leaf)),
-                        kind,
-                        int(t.priority[s]),
-                        s,
-                    )
-                )
-        self.entries = entries
+        if by_file is None:
+            by_file = {
+                rel: _entries_of(t, slots) for rel, (_sha, slots) in snap.files.items()
+            }
+        #: each file's entries (before the files' symbols are deduplicated),
+        #: what the next snapshot's table is made from
+        self.by_file = by_file
+        self._entries: list[_Entry] | None = None
+
+    @property
+    def entries(self) -> list[_Entry]:
+        """The entries, files in path order, each symbol once (its first
+        file's entry). Merged on first use: a save's warm-up derives the next
+        table (:meth:`following`) without paying for a symbol search that
+        may never come (two threads merging at once get equal lists)."""
+        got = self._entries
+        if got is None:
+            seen: set[str] = set()
+            got = []
+            for rel in sorted(self.by_file):
+                for e in self.by_file[rel]:
+                    if e.symbol not in seen:
+                        seen.add(e.symbol)
+                        got.append(e)
+            self._entries = got
+        return got
+
+    @classmethod
+    def following(cls, prev: SymbolTable, old: Snapshot, snap: Snapshot) -> SymbolTable:
+        """The table of *snap*, made from *prev* (the table of *old*): a file
+        whose slots hold what they held in *old* keeps its entries (after a
+        save, every file but the saved ones); the others are read from
+        *snap*'s table, reusing *prev*'s name parts. The same table as
+        ``SymbolTable(snap)``."""
+        t = snap.table
+        same = extends(t, old.table)
+        of, before = old.files, prev.by_file
+        by_file: dict[str, tuple[_Entry, ...]] = {}
+        for rel, (_sha, slots) in snap.files.items():
+            was = of.get(rel)
+            got = before.get(rel)
+            if (
+                not same
+                or got is None
+                or was is None
+                or (was[1] is not slots and was[1] != slots)
+            ):
+                got = _entries_of(t, slots, {e.symbol: e for e in got or ()})
+            by_file[rel] = got
+        return cls(snap, by_file)
 
 
 def _word_prefixes(q: str, words: tuple[str, ...]) -> bool:
