@@ -312,3 +312,28 @@ def test_term_counts_are_the_per_word_merge_in_first_seen_order():
     for t in (text, text * 3, "", "one", text[::-1]):
         got = term_counts(t)
         assert list(got.items()) == list(merged(t).items())
+
+
+# -- deferrable: the scan pattern's alternatives searched one by one --------
+
+
+def test_deferrable_is_the_scan_pattern_searched_whole():
+    """``deferrable`` searches ``_SCANNED``'s alternatives one at a time, each
+    behind its literal; the answer is still "nothing the whole pattern
+    matches" (fragments around every boundary the lookbehind, ``\\b`` and the
+    comment/continuation skip care about)."""
+    from pycsamt_lsp.model.deferred import _SCANNED, deferrable
+
+    words = b"setattr .setattr xsetattr _setattr setattr_ setattr( modules .modules"
+    words += b" sys. modulesx meta_path meta_pat . # \\ ( a _ 9 \xc3\xa9"
+    bits = [*words.split(b" "), b" ", b"\n", b"\t", b". modules"]
+    bits += [b".\\\nmodules", b".# c\nmodules"]
+    rnd = random.Random(18)
+    cases = [b"", b"setattr", b"x.setattr", b"sys.modules", b"meta_path"]
+    cases += [b"".join(rnd.choices(bits, k=rnd.randint(1, 12))) for _ in range(4000)]
+    seen = {True: 0, False: 0}
+    for data in cases:
+        want = _SCANNED.search(data) is None
+        assert deferrable("geo.tests.m", "source", data) is want, data
+        seen[want] += 1
+    assert min(seen.values()) > 500  # both answers exercised
