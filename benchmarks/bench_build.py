@@ -97,10 +97,14 @@ def our_build(root: Path, pythonpath: Path | None = None) -> dict[str, Any]:
     *pythonpath*: import the package from there (``--rev``)."""
     shutil.rmtree(root / ".pycsamt_rag", ignore_errors=True)
     env = offline_env()
+    cli = our_cli()
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
+        # the revision's own entry point: the installed console script names
+        # a function of today's cli.py, which an older revision may lack
+        cli = [sys.executable, "-m", "pycsamt_lsp"]
     res = run_measured(
-        [*our_cli(), "build", "--root", str(root), "--json"],
+        [*cli, "build", "--root", str(root), "--json"],
         cwd=tempfile.gettempdir(),
         env=env,
     )
