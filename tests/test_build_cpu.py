@@ -337,3 +337,25 @@ def test_deferrable_is_the_scan_pattern_searched_whole():
         assert deferrable("geo.tests.m", "source", data) is want, data
         seen[want] += 1
     assert min(seen.values()) > 500  # both answers exercised
+
+
+# -- json_encoder: encode's C encoder, made once -------------------------------
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_json_encoder_writes_what_encode_writes(ensure_ascii):
+    import json
+
+    from pycsamt_lsp.text.jsonenc import json_encoder
+
+    want = json.JSONEncoder(ensure_ascii=ensure_ascii).encode
+    got = json_encoder(ensure_ascii=ensure_ascii)
+    rnd = random.Random(7)
+    values: list[object] = ["", 'é"\\\n\x00\u2028', "\ud800", 0, -3, 1.5, 1e300]
+    values += [float("inf"), float("nan"), None, True, False, (), [], {}]
+    values += [{1: "a", 2.5: "b", False: "c", None: "d"}, {"z": 1, "a": [None]}]
+    values += [_random_tree(rnd) for _ in range(300)]
+    for v in values:
+        assert got(v) == want(v)
+    with pytest.raises(TypeError):
+        got({"x": object()})

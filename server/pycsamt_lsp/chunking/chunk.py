@@ -6,15 +6,17 @@ schema without importing the package that dispatches to them (no cycle).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from pycsamt_lsp.text.jsonenc import json_encoder
 
 __all__ = ["CHUNK_KINDS", "Chunk", "FileChunks"]
 
 #: One encoder for every chunk line: ``json.dumps(..., ensure_ascii=False)``
-#: builds a new encoder per call when given options.
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+#: builds a new encoder per call when given options (and ``encode`` a new C
+#: encoder per call: :func:`~pycsamt_lsp.text.jsonenc.json_encoder`).
+_ENCODE = json_encoder(ensure_ascii=False)
 
 CHUNK_KINDS = (
     "python_symbol",

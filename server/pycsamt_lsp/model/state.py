@@ -36,6 +36,7 @@ from pycsamt_lsp.model.package import (
     package_dirs,
 )
 from pycsamt_lsp.storage.atomic import atomic_write
+from pycsamt_lsp.text.jsonenc import json_encoder
 
 __all__ = [
     "MODEL_FILE",
@@ -198,7 +199,8 @@ PackedFile = tuple[
     str | None,
 ]
 
-_ENCODE_MODEL = json.JSONEncoder().encode  # json.dumps' defaults, as save_model
+#: json.dumps' defaults, as save_model (the encode method, made once)
+_ENCODE_MODEL = json_encoder()
 
 
 def worker_init() -> None:
@@ -248,7 +250,8 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
                 digest,
                 chunks,
                 _model_record(info, profile, root),
-                sha_hex(data) if modelled else None,
+                # the model's hash is the index's digest (one SHA-256 a file)
+                digest.hex() if modelled and digest is not None else None,
             )
     if not modelled:
         return rel, failed, None, None, None, None

@@ -13,8 +13,9 @@ masked is here, so a key shape added once is masked everywhere:
 
 from __future__ import annotations
 
-import json
 import re
+
+from pycsamt_lsp.text.jsonenc import json_encoder
 
 __all__ = [
     "SCRUB_LIMIT",
@@ -200,7 +201,7 @@ _TREE_LOW = re.compile(
     r"(?:api|access|private)[_-]?key|apikey|secret|passw|pwd|token"
     r"|credential|auth|bearer|basic"
 )
-_TREE_JSON = json.JSONEncoder(ensure_ascii=False).encode
+_TREE_JSON = json_encoder(ensure_ascii=False)  # encode, made once
 
 
 def _tree_is_clean(value: list | dict) -> bool:
