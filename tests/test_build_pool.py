@@ -200,6 +200,52 @@ def test_prestarted_workers_are_taken_by_the_next_pool_or_let_go() -> None:
         workers.prestart(1)
         unused = workers._spare[0]
     finally:
-        workers.discard_spares()
+        workers.discard_spares(wait=True)
     assert not workers._spare
     assert unused.returncode == 0  # it left when its stdin ended
+
+
+def _package_tree(root: Path, n: int) -> None:
+    pkg = root / "pycsamt"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""A package."""\n')
+    for i in range(n):
+        (pkg / f"m{i}.py").write_text(
+            f'"""Module {i}."""\n\n\ndef f{i}(x):\n    """Return x."""\n    return x\n'
+        )
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_cli_build_prestarts_its_worker_and_leaves_none_behind(
+    tmp_path: Path, monkeypatch, pooled: bool
+) -> None:
+    """``pycsamt-lsp build`` starts its worker before the engine's imports;
+    the pool takes it (a large corpus) or the build lets it go (a small one),
+    and the index is the one a build without it writes."""
+    from pycsamt_lsp.cli import main
+
+    _package_tree(tmp_path / "corpus", 12)
+    if pooled:
+        monkeypatch.setattr(facade, "_PARALLEL_MIN_FILES", 1)
+    spawned: list = []
+    taken: list = []
+    spawn, init = workers._spawn, PipePool.__init__
+
+    def counting_spawn(preload):
+        spawned.append(spawn(preload))
+        return spawned[-1]
+
+    def recording_init(self, *args) -> None:
+        init(self, *args)
+        taken.extend(w.proc for w in self.workers)
+
+    monkeypatch.setattr(workers, "_spawn", counting_spawn)
+    monkeypatch.setattr(PipePool, "__init__", recording_init)
+    common = ["--root", str(tmp_path / "corpus")]
+    assert main(["build", *common, "--index-dir", str(tmp_path / "a")]) == 0
+    assert not workers._spare
+    assert len(spawned) == 1  # prestarted, then taken or let go: never two
+    assert taken == (spawned if pooled else [])
+    monkeypatch.setattr(workers, "prestart", lambda n=None: None)
+    assert main(["build", *common, "--index-dir", str(tmp_path / "b")]) == 0
+    assert_same_index(tmp_path / "a", tmp_path / "b", model_bytes=False)

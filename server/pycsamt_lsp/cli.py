@@ -343,6 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:]
     args = build_parser(registry, _named_subcommand(argv, registry)).parse_args(argv)
     _setup_logging(args.verbose)
+    if args.cmd == "build":  # issue 18: before the engine's imports
+        from pycsamt_lsp.index.workers import prestart
+
+        prestart()  # the build's worker boots while this process imports
     try:
         return _run(args, registry)
     except (PycsamtError, ValueError) as exc:

@@ -200,20 +200,24 @@ def prestart(n: int | None = None) -> None:
         _spare.append(proc)
 
 
-def discard_spares() -> None:
-    """Let the workers :func:`prestart` made and no pool took exit."""
+def discard_spares(*, wait: bool = False) -> None:
+    """Let the workers :func:`prestart` made and no pool took exit (their
+    stdin closed). Not waited for unless *wait*: one may still be importing
+    (~0.15 s), and a small build should not wait for a worker it never
+    used; ``subprocess`` reaps it later."""
     while _spare:
         proc = _spare.pop()
-        try:
-            proc.stdin.close()
-            proc.wait(timeout=10)
-        except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired, OSError
-            proc.kill()
-            proc.wait()
-        try:
-            proc.stdout.close()
-        except OSError:
-            pass
+        for fh in (proc.stdin, proc.stdout):
+            try:
+                fh.close()
+            except OSError:
+                pass
+        if wait:
+            try:
+                proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
+                proc.kill()
+                proc.wait()
 
 
 def serve() -> None:
