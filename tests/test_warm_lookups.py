@@ -118,3 +118,21 @@ def test_slot_map_reads_as_a_dict_of_arrays() -> None:
     assert list(whole) == list(plain)
     assert all(np.array_equal(whole[k], plain[k]) for k in plain)
     assert {k: v.tolist() for k, v in dict(lazy).items()} == lists
+
+
+def test_once_materialized_only_the_dicts_are_kept() -> None:
+    lazy, plain = _ids(WORDS)
+    assert lazy.get("shift") == 1  # a blob lookup first
+    assert lazy.materialized() == plain
+    assert lazy._blob == b"" and lazy._newlines is None  # a server keeps the dict
+    assert all(lazy.get(w) == i for w, i in plain.items())
+    assert lazy.get("stat") is None and len(lazy) == len(plain)
+
+    lists = {"b": [3, 1], "a": [0]}
+    slots = SlotMap({k: list(v) for k, v in lists.items()})
+    first = slots["b"]
+    whole = slots.materialized()
+    assert whole["b"] is first  # the array already made is kept
+    assert slots._lists == {}
+    assert list(slots) == ["b", "a"] and len(slots) == 2 and "a" in slots
+    assert slots.get("z") is None and slots["a"].tolist() == [0]

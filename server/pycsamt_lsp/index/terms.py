@@ -46,7 +46,9 @@ class TermIds(Mapping[str, int]):
         self._lock = threading.Lock()
 
     def materialized(self) -> dict[str, int]:
-        """The vocabulary as a ``dict`` (made on the first call)."""
+        """The vocabulary as a ``dict`` (made on the first call; the blob,
+        its newline offsets and the memo are dropped then: a long-lived
+        server keeps only the dict, as before)."""
         got = self._dict
         if got is None:
             with self._lock:
@@ -55,6 +57,8 @@ class TermIds(Mapping[str, int]):
                     text = self._blob[1:-1].decode("utf-8")
                     terms = text.split("\n") if self._n else []
                     got = self._dict = dict(zip(terms, range(len(terms)), strict=True))
+                    # replaced, never cleared: a lookup under way keeps its own
+                    self._blob, self._newlines, self._memo = b"", None, {}
         return got
 
     def _find(self, term: str) -> int | None:
@@ -63,14 +67,14 @@ class TermIds(Mapping[str, int]):
             key = b"\n" + term.encode("utf-8") + b"\n"
         except UnicodeEncodeError:  # a lone surrogate is no persisted term
             return None
-        pos = self._blob.find(key)
+        blob, nl = self._blob, self._newlines  # one consistent pair
+        pos = blob.find(key)
         if pos < 0 or not self._n:
             return None
-        nl = self._newlines
         if nl is None:
-            nl = self._newlines = np.flatnonzero(
-                np.frombuffer(self._blob, np.uint8) == 10
-            )
+            nl = np.flatnonzero(np.frombuffer(blob, np.uint8) == 10)
+            if blob is self._blob:
+                self._newlines = nl
         return int(np.searchsorted(nl, pos))  # newlines before it = its id
 
     def get(self, term: str, default: Any = None) -> Any:  # type: ignore[override]
@@ -84,7 +88,11 @@ class TermIds(Mapping[str, int]):
         elif len(memo) >= EAGER_AFTER:
             return self.materialized().get(term, default)
         else:
-            tid = memo[term] = self._find(term)
+            tid = self._find(term)
+            if self._dict is None:  # else the blob may be gone: the dict answers
+                memo[term] = tid
+            else:
+                return self._dict.get(term, default)
         return default if tid is None else tid
 
     def __getitem__(self, term: str) -> int:

@@ -13,8 +13,8 @@ it back to attrs on the next start.
 
 How: while :func:`attrs_code_cache` is active, ``attr._make``'s global name
 ``compile`` (which its generated-method helper calls) is a function that
-looks the exact ``(source, filename, mode)`` up in that file's table and
-compiles on a miss, with the future flags ``attr._make`` itself has (what
+looks ``(source, filename, mode)`` up in that file's table (by a 128-bit
+BLAKE2b digest of them) and compiles on a miss, with the future flags ``attr._make`` itself has (what
 its own ``compile`` calls inherit), so a hit is the very code object a
 compile would give. The file is rewritten, atomically, when a start missed
 anything or used fewer entries than it held (a new attrs or lsprotocol:
@@ -27,6 +27,7 @@ own cache folder, like the ``.pyc`` files of the environment.
 from __future__ import annotations
 import __future__
 
+import hashlib
 import logging
 import marshal
 import os
@@ -42,9 +43,9 @@ __all__ = ["attrs_code_cache", "default_folder", "server_imports"]
 log = logging.getLogger(__name__)
 
 #: First item of the file: what the code objects in it were compiled by.
-_HEADER = ("pycsamt-lsp attrs code 1", sys.version, sys.implementation.cache_tag)
+_HEADER = ("pycsamt-lsp attrs code 2", sys.version, sys.implementation.cache_tag)
 
-_Key = tuple[str, str, str]
+_Key = bytes
 
 
 def _read(path: Path) -> dict[_Key, CodeType]:
@@ -59,6 +60,18 @@ def _read(path: Path) -> dict[_Key, CodeType]:
     if not isinstance(table, dict):
         return {}
     return table
+
+
+def _key(source: str, filename: str, mode: str) -> bytes:
+    """128-bit BLAKE2b of the compile's arguments (Python's own hash-based
+    ``.pyc`` files trust a 64-bit hash of the source): the table then holds
+    no copy of the ~1 MB of generated source."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (mode, filename, source):
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.digest()
 
 
 def _write(path: Path, table: dict[_Key, CodeType]) -> None:
@@ -103,7 +116,7 @@ def attrs_code_cache(folder: Path) -> Iterator[None]:
         nonlocal missed
         if args or kw or type(source) is not str or type(filename) is not str:
             return builtin(source, filename, mode, *args, **kw)
-        key = (source, filename, mode)
+        key = _key(source, filename, mode)
         code = known.get(key)
         if code is None:
             code = builtin(source, filename, mode, flags, True)

@@ -27,7 +27,8 @@ class SlotMap(Mapping[str, np.ndarray]):
     """``name -> int64 array of slots``, arrays made on first read.
 
     Keys iterate in the order of *lists* (the order a dict built from the
-    same loop has); :meth:`materialized` makes every array now.
+    same loop has); :meth:`materialized` makes every array now and drops
+    the lists (a long-lived server then holds the arrays only, as before).
     """
 
     __slots__ = ("_arrays", "_lists")
@@ -37,30 +38,48 @@ class SlotMap(Mapping[str, np.ndarray]):
         self._arrays: dict[str, np.ndarray] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
-        got = self._arrays.get(key)
+        got = self.get(key)
         if got is None:
-            got = self._arrays[key] = np.array(self._lists[key], np.int64)
+            raise KeyError(key)
         return got
 
     def get(self, key: str, default: np.ndarray | None = None) -> np.ndarray | None:  # type: ignore[override]
         """The slots of *key*, or *default* (a dict's ``get``, without the
         ``Mapping`` mixin's exception round trip)."""
-        got = self._arrays.get(key)
+        arrays = self._arrays
+        got = arrays.get(key)
         if got is not None:
             return got
-        if key not in self._lists:
-            return default
-        return self[key]
+        slots = self._lists.get(key)
+        if slots is None:
+            # materialized meanwhile (the arrays are whole before the lists go)
+            got = self._arrays.get(key)
+            return default if got is None else got
+        got = arrays[key] = np.array(slots, np.int64)
+        return got
 
     def __contains__(self, key: object) -> bool:
-        return key in self._lists
+        return key in self._lists or key in self._arrays
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._lists)
+        lists = self._lists
+        return iter(lists if lists else self._arrays)
 
     def __len__(self) -> int:
-        return len(self._lists)
+        lists = self._lists
+        return len(lists) if lists else len(self._arrays)
 
     def materialized(self) -> dict[str, np.ndarray]:
         """Every key's array (made now where not read yet), in key order."""
-        return {k: self[k] for k in self._lists}
+        lists = self._lists
+        if not lists:
+            return self._arrays
+        arrays = self._arrays
+        whole = {k: arrays.get(k) for k in lists}
+        for k, v in whole.items():
+            if v is None:
+                whole[k] = np.array(lists[k], np.int64)
+        # replaced, never cleared: a reader under way keeps what it holds
+        self._arrays = whole
+        self._lists = {}
+        return whole
