@@ -346,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "build":  # issue 18: before the engine's imports
         from pycsamt_lsp.index.workers import prestart
 
+        if not args.embed:  # no BLAS call: BM25 arrays are bincount/argsort
+            _one_blas_thread([])  # (the user's thread variables still win)
         prestart()  # the build's worker boots while this process imports
     try:
         return _run(args, registry)
