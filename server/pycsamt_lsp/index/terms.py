@@ -77,7 +77,7 @@ class TermIds(Mapping[str, int]):
                 self._newlines = nl
         return int(np.searchsorted(nl, pos))  # newlines before it = its id
 
-    def get(self, term: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, term: str, default: Any = None) -> Any:
         """The term's id, or *default*."""
         d = self._dict
         if d is not None:

@@ -75,10 +75,10 @@ class SlotMap(Mapping[str, np.ndarray]):
         if not lists:
             return self._arrays
         arrays = self._arrays
-        whole = {k: arrays.get(k) for k in lists}
-        for k, v in whole.items():
-            if v is None:
-                whole[k] = np.array(lists[k], np.int64)
+        whole: dict[str, np.ndarray] = {}
+        for k, slots in lists.items():
+            got = arrays.get(k)
+            whole[k] = np.array(slots, np.int64) if got is None else got
         # replaced, never cleared: a reader under way keeps what it holds
         self._arrays = whole
         self._lists = {}
