@@ -359,3 +359,41 @@ def test_json_encoder_writes_what_encode_writes(ensure_ascii):
         assert got(v) == want(v)
     with pytest.raises(TypeError):
         got({"x": object()})
+
+
+# -- mask_params: a parameter table's pre-check on its own strings ------------
+
+
+def test_mask_params_gives_what_mask_tree_gives():
+    """Random parameter tables (secret-looking names and defaults, token
+    shapes, non-ASCII, odd shapes that take the general path): the same
+    masked table as ``mask_tree``, and the table itself whenever
+    ``mask_tree`` returns it (its JSON pre-check may also send a clean table
+    through the walk, which returns an equal copy)."""
+    import copy
+
+    from pycsamt_lsp.text.secrets import mask_params
+
+    names = ["x", "api_key", "author", "token", "cfg", "Kelvin\u212aey", "pwd_", "n"]
+    values = [None, "1", '"Jane"', "'sk-abcdefghijklmnop'", "os.environ['TOKEN']"]
+    values += ["https://u:pw@h/x", "List[str]", "basic", "ghp_" + "a" * 24, '"é"']
+    values += ["AKIA" + "A" * 16, "f(auth)", "a\x00b", "\\bearer"]
+    kinds = ["positional_or_keyword", "keyword_only", "var_keyword", "positional_only"]
+    rnd = random.Random(19)
+    for i in range(3000):
+        table = [
+            {
+                "name": rnd.choice(names),
+                "kind": rnd.choice(kinds),
+                "default": rnd.choice(values),
+                "annotation": rnd.choice(values),
+            }
+            for _ in range(rnd.randint(0, 4))
+        ]
+        if i % 50 == 0 and table:  # shapes the pre-check does not know
+            table[0][rnd.choice(["kind", "extra"])] = rnd.choice([3, "x", None, []])
+        want = mask_tree(copy.deepcopy(table))
+        got = mask_params(table)
+        assert got == want, table
+        if mask_tree(table) is table:
+            assert got is table, table

@@ -39,7 +39,7 @@ from pycsamt_lsp.model.facts import (
 )
 from pycsamt_lsp.model.pep562 import _GetattrAnalyzer
 from pycsamt_lsp.pyast.docstrings import docstring
-from pycsamt_lsp.text.secrets import mask, mask_tree
+from pycsamt_lsp.text.secrets import mask, mask_params
 
 
 def _block_fields(cls: type) -> tuple[tuple[str, ...], bool, bool]:
@@ -619,7 +619,7 @@ class _ModuleExtractor(_DynamicScans):
             name=node.name,
             line=node.lineno,
             end_line=node.end_lineno or node.lineno,
-            params=mask_tree(_params(node.args, self.src)),  # type: ignore[arg-type]
+            params=mask_params(_params(node.args, self.src)),
             returns=_text(node.returns, self.src),
             doc=_doc(node),
             decorators=[self._normalise(d) for d in node.decorator_list],

@@ -22,6 +22,7 @@ __all__ = [
     "VALUE_PATTERNS",
     "mask",
     "mask_default",
+    "mask_params",
     "mask_secrets",
     "mask_tree",
     "may_hold_secret",
@@ -238,6 +239,62 @@ def mask_tree(value: object, *, python: bool = True) -> object:
     if isinstance(value, (list, dict)) and _tree_is_clean(value):
         return value
     return _mask_tree(value, python)
+
+
+#: The ``kind`` values of a parameter table (``pyast.signatures.params_of``):
+#: constants with no trigger word in them, left out of :func:`mask_params`'s
+#: text (``keyword`` would send every table through the ``...key`` scans).
+_PARAM_KINDS = frozenset(
+    {
+        "positional_only",
+        "positional_or_keyword",
+        "var_positional",
+        "keyword_only",
+        "var_keyword",
+    }
+)
+_PARAM_KEYS = frozenset({"name", "kind", "default", "annotation"})
+
+
+def mask_params(params: list[dict], *, python: bool = True) -> list[dict]:
+    """``mask_tree(params)`` for a parameter table (``{"name", "kind",
+    "default", "annotation"}`` dicts): the table itself when nothing in it
+    can be masked.
+
+    The pre-check reads the table's names, defaults and annotations joined
+    by spaces instead of its JSON text (what :func:`_tree_is_clean` reads):
+    a space ends every word and token shape as JSON's separators do, the
+    kinds are constants without a trigger, and nothing is escaped, so it
+    answers "clean" exactly where the strings hold no trigger word (bare
+    ``auth`` included, for the names :func:`mask_default` masks by) nor a
+    token shape. About half the cost of the JSON pre-check on the sdist's
+    10k tables. Any other shape goes through :func:`mask_tree`."""
+    parts: list[str] = []
+    for p in params:
+        if type(p) is not dict or p.keys() - _PARAM_KEYS:
+            return mask_tree(params, python=python)  # type: ignore[return-value]
+        name, kind = p.get("name"), p.get("kind")
+        default, annotation = p.get("default"), p.get("annotation")
+        if (
+            type(name) is not str
+            or type(kind) is not str
+            or kind not in _PARAM_KINDS
+            or (default is not None and type(default) is not str)
+            or (annotation is not None and type(annotation) is not str)
+        ):
+            return mask_tree(params, python=python)  # type: ignore[return-value]
+        parts.append(name)
+        if default is not None:
+            parts.append(default)
+        if annotation is not None:
+            parts.append(annotation)
+    blob = " ".join(parts)
+    clean = (
+        blob.isascii()
+        and not _holds_word(blob.lower(), _TREE_WORDS)
+        and not _has_shape(blob)
+    )
+    return params if clean else _mask_tree(params, python)  # type: ignore[return-value]
 
 
 def _mask_tree(value: object, python: bool) -> object:
