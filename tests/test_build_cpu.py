@@ -8,6 +8,7 @@ answer on the same input, and the masking/namespace facts a reader relies on.
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 
@@ -397,3 +398,58 @@ def test_mask_params_gives_what_mask_tree_gives():
         assert got == want, table
         if mask_tree(table) is table:
             assert got is table, table
+
+
+# -- docstrings the chunker's masking found clean: not scanned again ----------
+
+
+def test_model_facts_from_a_chunked_tree_equal_a_fresh_parse():
+    """``chunk_file`` marks the docstrings of clean chunk texts; the package
+    model read from that tree skips masking them. Its facts equal those of
+    the same bytes parsed afresh, secret-holding docstrings still masked."""
+    from pycsamt_lsp.chunking import chunk_file
+    from pycsamt_lsp.corpus.profile import load_profile
+    from pycsamt_lsp.pyast.docstrings import known_clean
+
+    src = b'''"""Module doc, clean."""
+API_KEY = "sk-abcdefghijklmnopqrstuv"
+"""A documented constant."""
+
+
+def clean(a, b=1):
+    """Adds a and b."""
+    return a + b
+
+
+def leaky(token="abc"):
+    """Call with api_key = 'sk-abcdefghijklmnop1234' set."""
+
+
+def _private():
+    """Not chunked: still masked by the model if needed. token=xyz123"""
+
+
+class Box:
+    """A box; auth."""
+
+    def put(self, x):
+        """Puts x with password = 'hunter22'."""
+
+    def get(self):
+        """Gets x."""
+'''
+    fc = chunk_file("pkg/m.py", src, load_profile("pycsamt"))
+    tree = fc.tree
+    marked = {
+        getattr(n, "name", "<module>")
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and known_clean(n)
+    }
+    assert {"<module>", "clean", "get"} <= marked
+    assert not marked & {"leaky", "_private", "put", "Box"}
+    from_chunked = ModuleInfo.from_tree(
+        tree, name="pkg.m", rel="pkg/m.py", source=src
+    ).to_dict()
+    assert from_chunked == _info(src)
+    assert "sk-abcdefghijklmnop1234" not in str(from_chunked)
+    assert "hunter22" not in str(from_chunked)

@@ -27,7 +27,8 @@ def chunk_file(
     # the chunkers and secret patterns cost a query process ~20 ms (issue 18)
     from pycsamt_lsp.chunking.docs import chunk_doc
     from pycsamt_lsp.chunking.incremental import parse_module
-    from pycsamt_lsp.chunking.python import chunk_python
+    from pycsamt_lsp.chunking.masking import masked
+    from pycsamt_lsp.chunking.python import python_chunks
     from pycsamt_lsp.index.heap import paused_gc
 
     try:
@@ -50,10 +51,11 @@ def chunk_file(
             except (RecursionError, MemoryError) as exc:  # one deep expression
                 return FileChunks([], None, f"too deeply nested to parse: {exc}")
             try:
-                chunks = chunk_python(rel, text, profile, tree)
+                chunks, doc_nodes = python_chunks(rel, text, profile, tree)
             except RecursionError:
                 return FileChunks([], None, "too deeply nested to chunk")
-            return FileChunks(_masked(chunks, python=True), tree)
+            # docstrings found clean here are not scanned again by the model
+            return FileChunks(masked(chunks, python=True, doc_nodes=doc_nodes), tree)
     recipe_prefix = profile.recipe_dir.rstrip("/") + "/"
     kind = "recipe" if rel.startswith(recipe_prefix) else "doc_section"
     return FileChunks(_masked(chunk_doc(rel, text, profile, kind=kind), python=False))

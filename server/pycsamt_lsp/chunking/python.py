@@ -16,7 +16,14 @@ from pycsamt_lsp.pyast.docstrings import docstring
 from pycsamt_lsp.pyast.signatures import format_params, params_of, signature_of
 from pycsamt_lsp.pyast.signatures import unparse as _unparse
 
-__all__ = ["chunk_python", "format_params", "module_name", "params_of", "signature_of"]
+__all__ = [
+    "chunk_python",
+    "format_params",
+    "module_name",
+    "params_of",
+    "python_chunks",
+    "signature_of",
+]
 
 #: Very long bodies are cut so one function cannot dominate term counts.
 MAX_CODE_CHARS = 4000
@@ -82,6 +89,8 @@ class _FileChunker:
         self.module = module_name(rel)
         self.priority = profile.priority_for(rel)
         self.chunks: list[Chunk] = []
+        #: per chunk, the node whose whole docstring its text holds, or None
+        self.doc_nodes: list[ast.AST | None] = []
         self.text = _Source(self.lines)
 
     def code(self, node: ast.AST) -> str:
@@ -92,7 +101,15 @@ class _FileChunker:
             code = code[:MAX_CODE_CHARS] + "\n# ... (truncated)"
         return code
 
-    def add(self, kind: str, symbol: str, node: ast.AST, doc: str, meta: dict) -> None:
+    def add(
+        self,
+        kind: str,
+        symbol: str,
+        node: ast.AST,
+        doc: str,
+        meta: dict,
+        doc_node: ast.AST | None = None,
+    ) -> None:
         start = getattr(node, "lineno", 1)
         end = getattr(node, "end_lineno", start) or start
         sig = meta.get("signature") or symbol.rsplit(".", 1)[-1]
@@ -113,16 +130,18 @@ class _FileChunker:
                 metadata=meta,
             )
         )
+        self.doc_nodes.append(doc_node)
 
     def function(
         self, node: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, kind: str
     ) -> None:
         params = params_of(node, text=self.text)
+        doc = docstring(node)
         self.add(
             kind,
             f"{self.module}.{qual}",
             node,
-            docstring(node) or "",
+            doc or "",
             {
                 "name": node.name,
                 "signature": signature_of(node, self.text, params),
@@ -132,15 +151,17 @@ class _FileChunker:
                     d for d in (self.text(x) for x in node.decorator_list) if d
                 ],
             },
+            node if doc is not None else None,
         )
 
     def klass(self, node: ast.ClassDef) -> None:
         init = _class_init(node)
+        doc = docstring(node)
         self.add(
             "python_symbol",
             f"{self.module}.{node.name}",
             node,
-            docstring(node) or "",
+            doc or "",
             {
                 "name": node.name,
                 "signature": signature_of(node, self.text),
@@ -151,6 +172,7 @@ class _FileChunker:
                     d for d in (self.text(x) for x in node.decorator_list) if d
                 ],
             },
+            node if doc is not None else None,
         )
         for sub in node.body:
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
@@ -199,6 +221,7 @@ class _FileChunker:
                     },
                 )
             )
+            self.doc_nodes.append(self.tree)
         body = self.tree.body
         for i, node in enumerate(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -221,6 +244,15 @@ def chunk_python(
     rel: str, source: str, profile: Profile, tree: ast.Module | None = None
 ) -> list[Chunk]:
     """Chunks of one Python file; raises ``SyntaxError`` when it does not parse."""
+    return python_chunks(rel, source, profile, tree)[0]
+
+
+def python_chunks(
+    rel: str, source: str, profile: Profile, tree: ast.Module | None = None
+) -> tuple[list[Chunk], list[ast.AST | None]]:
+    """:func:`chunk_python`'s chunks and, per chunk, the node whose whole
+    docstring its text holds (or None), for ``chunking.masking.masked``."""
     if tree is None:
         tree = ast.parse(source, filename=rel)
-    return _FileChunker(rel, source, tree, profile).run()
+    chunker = _FileChunker(rel, source, tree, profile)
+    return chunker.run(), chunker.doc_nodes

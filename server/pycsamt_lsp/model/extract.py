@@ -38,7 +38,7 @@ from pycsamt_lsp.model.facts import (
     module_name_for,
 )
 from pycsamt_lsp.model.pep562 import _GetattrAnalyzer
-from pycsamt_lsp.pyast.docstrings import docstring
+from pycsamt_lsp.pyast.docstrings import docstring, known_clean
 from pycsamt_lsp.text.secrets import mask, mask_params
 
 
@@ -100,7 +100,8 @@ def _doc(node: ast.AST) -> str | None:
     """The docstring as hover and completion show it: credential values
     masked (a docstring example with a real key; issue 19)."""
     doc = docstring(node)  # the chunker's, when it chunked this tree
-    return mask(doc) if doc else doc
+    # a docstring the chunker's masking found clean needs no second scan
+    return mask(doc) if doc and not known_clean(node) else doc
 
 
 @dataclass(slots=True)

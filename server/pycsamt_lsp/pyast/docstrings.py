@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 import sys
 
-__all__ = ["cleandoc", "docstring"]
+__all__ = ["cleandoc", "docstring", "known_clean", "mark_clean"]
 
 _ATTR = "_pycsamt_docstring"
+_CLEAN = "_pycsamt_docstring_clean"
 _DOC_OWNERS = (ast.AsyncFunctionDef, ast.FunctionDef, ast.ClassDef, ast.Module)
 
 
@@ -60,3 +61,16 @@ def docstring(node: ast.AST) -> str | None:
             doc = cleandoc(value.value)
     node.__dict__[_ATTR] = doc
     return doc
+
+
+def mark_clean(node: ast.AST) -> None:
+    """Record that :func:`docstring` of *node* holds nothing secret masking
+    would change: the chunker found no trigger in a chunk text that holds it
+    whole (``chunking.masking.masked``), so the package model, reading the
+    same tree next, does not scan it again (issue 18)."""
+    node.__dict__[_CLEAN] = True
+
+
+def known_clean(node: ast.AST) -> bool:
+    """Whether :func:`mark_clean` was called for *node*."""
+    return node.__dict__.get(_CLEAN, False)
