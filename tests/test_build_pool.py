@@ -249,3 +249,43 @@ def test_a_cli_build_prestarts_its_worker_and_leaves_none_behind(
     monkeypatch.setattr(workers, "prestart", lambda n=None: None)
     assert main(["build", *common, "--index-dir", str(tmp_path / "b")]) == 0
     assert_same_index(tmp_path / "a", tmp_path / "b", model_bytes=False)
+
+
+@pytest.mark.parametrize("wrong_guess", [False, True])
+def test_the_early_batch_is_the_largest_listed_file_and_a_wrong_guess_is_redone(
+    tmp_path: Path, monkeypatch, wrong_guess: bool
+) -> None:
+    """The worker gets the largest listed file before the module files are
+    known, its module flag guessed from its name; a wrong guess is parsed
+    again here with the right flag, so the index (package model included)
+    is the serial one either way."""
+    import pycsamt_lsp.model.facts as facts
+    import pycsamt_lsp.model.state as state
+
+    root = tmp_path / "corpus"
+    make_tree(root, 40)
+    Workspace(root, PROFILE, index_dir=tmp_path / "a", workers=1).rebuild()
+    monkeypatch.setattr(facade, "_PARALLEL_MIN_FILES", 1)
+    if wrong_guess:  # the guess only: module_files keeps the real rule
+        monkeypatch.setattr(facts, "module_name_for", lambda rel, package: None)
+    sent: list = []
+    here: list = []
+    message, pack = PipePool.message, state.pack_batch
+
+    def recording_message(self, w, key, item):
+        sent.append((key, item))
+        return message(self, w, key, item)
+
+    def recording_pack(args):
+        here.extend(args[2])
+        return pack(args)
+
+    monkeypatch.setattr(PipePool, "message", recording_message)
+    monkeypatch.setattr(state, "pack_batch", recording_pack)
+    Workspace(root, PROFILE, index_dir=tmp_path / "b", workers=2).rebuild()
+    assert_same_index(tmp_path / "a", tmp_path / "b")
+    key, item = sent[0]
+    assert key == 0 and [job[0] for job in item] == ["geo/core/big.py"]
+    assert item[0][3] is not wrong_guess  # the guessed module flag
+    redone = [job for job in here if job[0] == "geo/core/big.py"]
+    assert redone == ([(*item[0][:3], True)] if wrong_guess else [])

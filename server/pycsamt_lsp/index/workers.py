@@ -163,11 +163,13 @@ def _spawn(preload: Sequence[str]) -> Any:
     except OSError as exc:
         log.warning("could not start a build worker: %s", exc)
         return None
+    stdin = proc.stdin
+    assert stdin is not None  # stdin=PIPE
     _wide_pipe(proc.stdout)
-    _wide_pipe(proc.stdin)
+    _wide_pipe(stdin)
     try:
-        proc.stdin.write(pickle.dumps(list(sys.path)))
-        proc.stdin.flush()
+        stdin.write(pickle.dumps(list(sys.path)))
+        stdin.flush()
     except OSError:  # died at once: its reader will see the end of its pipe
         pass
     return proc
@@ -426,6 +428,12 @@ class PipePool:
         except (OSError, ValueError):  # it died: its reader says so
             return False
 
+    def send_now(self, w: _Worker, data: bytes) -> None:
+        """Write a :meth:`message` from this thread: only before
+        :func:`ordered` hands the pipes to the feeder (a build's first
+        batch, sent before its plan exists)."""
+        self._send(w, data)
+
     def message(self, w: _Worker, key: int, item: Any) -> bytes:
         """Account for batch *key* given to *w* (held until its answer or
         its end) and return the bytes the feeder writes; call with
@@ -492,6 +500,8 @@ def ordered(
     pool: PipePool | None,
     *,
     big: Collection[int] = (),
+    sent: Collection[int] = (),
+    redo: Collection[int] = (),
 ) -> Iterator[Any]:
     """Results of every batch, one per position (``batches`` lists
     positions), yielded in position order.
@@ -506,11 +516,14 @@ def ordered(
     their syntax trees are the largest transient) before the building
     process would. A worker's failed batch is run here (its error, if it
     is one, is raised here); a dead worker's batches go back to the queue.
+    *sent*: batches a worker was given before (:meth:`PipePool.message`);
+    *redo*: batches whose answer must not be used (sent with a guess that
+    proved wrong): they are run here when it comes.
     """
     import pickle
     from collections import deque
 
-    pending = deque(range(len(batches)))
+    pending = deque(k for k in range(len(batches)) if k not in sent)
     waiting: dict[int, Any] = {}
     total = sum(len(b) for b in batches)
     nxt = 0
@@ -562,7 +575,9 @@ def ordered(
         del data
         with pool.lock:
             w.held.remove(key)
-        if ok:
+        if key in redo:
+            put(key, here(item_of(batches[key])))
+        elif ok:
             put(key, value)
         else:
             log.warning(

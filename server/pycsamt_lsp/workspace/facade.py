@@ -457,6 +457,8 @@ class Workspace:
                 listed[rel] = path
                 if len(listed) == _PARALLEL_MIN_FILES:
                     self._start_pool(pools, stack)  # starts while we list
+            sizes: dict[str, int] = {}
+            early = self._send_early(pools[0], listed, sizes) if pools else None
             modules = module_files(self.root, self.profile.package, listed)
             rels = sorted(listed.keys() | modules.keys())
             jobs: list[BuildJob] = [
@@ -484,7 +486,9 @@ class Workspace:
             ):
                 writer = ChunkWriter(chunks_fh)
                 models = ModelWriter(model_fh, self.profile.package)
-                packed_files = self._packed_in_order(jobs, pools[0] if pools else None)
+                packed_files = self._packed_in_order(
+                    jobs, pools[0] if pools else None, sizes, early, modules
+                )
                 for i, packed in enumerate(packed_files):
                     rel, failure, digest, chunks, record, model_sha = packed
                     t_first = t_first or time.perf_counter()
@@ -584,8 +588,41 @@ class Workspace:
         stack.callback(pool.close, kill=True)
         pools.append(pool)
 
+    def _send_early(
+        self, pool: PipePool, listed: dict[str, Path], sizes: dict[str, int]
+    ) -> tuple[str, bool] | None:
+        """Give the worker the largest listed file now, before the package's
+        module files are known and the batches planned (~0.08 s of this
+        process's work, which the worker would wait through): whether it
+        is a module file (its job's last field) is guessed from its name,
+        and :meth:`_packed_in_order` parses it again here if the guess was
+        wrong. Records every listed file's size into *sizes* (the plan
+        needs them). Returns ``(rel, guess)``, None when nothing was sent.
+        """
+        from pycsamt_lsp.model.facts import module_name_for
+
+        for rel, path in listed.items():
+            try:
+                sizes[rel] = os.stat(path).st_size
+            except OSError:
+                sizes[rel] = 0
+        live = [w for w in pool.workers if w.alive]
+        if not listed or not live:
+            return None
+        rel = max(listed, key=sizes.__getitem__)
+        guess = module_name_for(rel, self.profile.package) is not None
+        with pool.lock:  # key 0: _packed_in_order makes it the first batch
+            message = pool.message(live[0], 0, [(rel, str(listed[rel]), True, guess)])
+        pool.send_now(live[0], message)
+        return rel, guess
+
     def _packed_in_order(
-        self, jobs: list[BuildJob], pool: PipePool | None
+        self,
+        jobs: list[BuildJob],
+        pool: PipePool | None,
+        sizes: dict[str, int] | None = None,
+        early: tuple[str, bool] | None = None,
+        modules: Collection[str] = (),
     ) -> Iterator[PackedFile]:
         """``pack_batch`` over *jobs* (in *pool*'s workers and here), results
         yielded in job order.
@@ -595,27 +632,44 @@ class Workspace:
         largest syntax trees are not built in this process, whose heap holds
         the index being written; the rest follow in path order in batches of
         about the same number of bytes. Results that arrive before their
-        turn wait here, already compact.
+        turn wait here, already compact. *sizes*: file sizes known already
+        (by relative path); *early*: the file :meth:`_send_early` gave the
+        worker as batch 0, and its guessed module flag (*modules* says
+        whether the guess was right; if not, its answer is parsed again).
         """
         from pycsamt_lsp.index.workers import batch_target, ordered, plan_batches
         from pycsamt_lsp.model.state import pack_batch
 
-        sizes = []
-        for _rel, path, _i, _m in jobs:
+        known = sizes or {}
+        sizes_of = []
+        for rel, path, _i, _m in jobs:
+            if rel in known:
+                sizes_of.append(known[rel])
+                continue
             try:
-                sizes.append(os.stat(path).st_size)
+                sizes_of.append(os.stat(path).st_size)
             except OSError:
-                sizes.append(0)
-        batches = plan_batches(sizes, self.workers)
+                sizes_of.append(0)
+        batches = plan_batches(sizes_of, self.workers)
         if pool is None:
             args = (
                 (self.profile, str(self.root), [jobs[i] for i in b]) for b in batches
             )
             yield from _in_order(batches, map(pack_batch, args))
             return
-        target = batch_target(sizes, self.workers)
+        sent: set[int] = set()
+        redo: set[int] = set()
+        if early is not None:  # batch 0 is the worker's already
+            rel, guess = early
+            pos = next(i for i, job in enumerate(jobs) if job[0] == rel)
+            rest = [[i for i in b if i != pos] for b in batches]
+            batches = [[pos], *(b for b in rest if b)]
+            sent.add(0)
+            if guess != (rel in modules):
+                redo.add(0)
+        target = batch_target(sizes_of, self.workers)
         big = {
-            k for k, b in enumerate(batches) if len(b) == 1 and sizes[b[0]] >= target
+            k for k, b in enumerate(batches) if len(b) == 1 and sizes_of[b[0]] >= target
         }
         profile, root = self.profile, str(self.root)
         yield from ordered(
@@ -624,6 +678,8 @@ class Workspace:
             lambda item: pack_batch((profile, root, item)),
             pool,
             big=big,
+            sent=sent,
+            redo=redo,
         )
 
     def _build_isolated(self, progress: Progress | None) -> dict[str, Any] | None:
