@@ -100,7 +100,9 @@ def test_a_loaded_index_scores_and_updates_as_the_one_saved() -> None:
     for q in (["static"], ["inversion", "shift"], ["apparent"]):
         assert np.array_equal(a.scores(q), b.scores(q))
     same, _ = loaded.updated([], [{"static": 1}])
-    assert same.vocab is loaded.vocab  # no new term: the vocabulary is shared
+    assert isinstance(loaded.vocab, TermIds)
+    # no new term: the update shares the loaded vocabulary's one dict
+    assert same.vocab is loaded.vocab.materialized()
 
 
 def test_slot_map_reads_as_a_dict_of_arrays() -> None:

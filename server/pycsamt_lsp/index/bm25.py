@@ -423,10 +423,12 @@ class BM25Index:
         # this index keep theirs); new ids in first-occurrence order, as a
         # per-row setdefault would give them
         vocab = self.vocab
+        if isinstance(vocab, TermIds):  # a loaded index: its dict (made once)
+            vocab = vocab.materialized()
         counted = [d for d in add if not isinstance(d, int)]
         unseen = dict.fromkeys(t for d in counted for t in d if t not in vocab)
         if unseen:
-            vocab = dict(vocab.materialized() if isinstance(vocab, TermIds) else vocab)
+            vocab = dict(vocab)
             base = len(vocab)
             vocab.update(zip(unseen, range(base, base + len(unseen)), strict=True))
         ids = vocab.__getitem__  # every term has an id now

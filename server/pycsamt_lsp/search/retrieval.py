@@ -166,8 +166,10 @@ class RankAux:
                 ),
             )
         )
-        leaves = dict(self.leaf_slots)
-        symbols = dict(self.symbol_slots)
+        # a loaded aux's SlotMaps copied as dicts (Published.prepare made them
+        # whole): dict() of a Mapping reads every key through Python
+        leaves = dict(_whole(self.leaf_slots))
+        symbols = dict(_whole(self.symbol_slots))
         keys: list[str] = []
         leaf_keys: list[str] = []
         slots: list[int] = []
@@ -233,6 +235,11 @@ class RankAux:
                         seen.add(sub)
                         found.append((sub, hit))
         return found
+
+
+def _whole(slots: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """*slots* as a plain dict when it is a :class:`SlotMap`."""
+    return slots.materialized() if isinstance(slots, SlotMap) else slots
 
 
 def _heads(
