@@ -763,6 +763,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
+    for spec in a.dense_disable or []:  # a misspelt stage: refused now, not hours in
+        from pycsamt_lsp.search.dense.fusion import FUSION_OFF_BY_DEFAULT, FUSION_STAGES
+        from pycsamt_lsp.search.retrieval import check_disable
+
+        try:
+            check_disable(
+                [x for x in spec.split(",") if x],
+                more=FUSION_STAGES,
+                more_off=FUSION_OFF_BY_DEFAULT,
+                what="ranking or fusion",
+            )
+        except ValueError as exc:
+            ap.error(f"--dense-disable {spec}: {exc}")
     a.vectors_from = dict(v.split("=", 1) for v in a.vectors_from or [])
     if a.no_routing:
         a.routing = None

@@ -103,8 +103,10 @@ def query_dense(
     *,
     workflow: str | None = None,
     kinds: list[str] | None = None,
+    disable: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``pycsamt.query`` with ``dense: true``: RRF of BM25 and vectors, or BM25."""
+    """``pycsamt.query`` with ``dense: true``: RRF of BM25 and vectors, or BM25
+    (*disable*: ranking and fusion stages, as ``dense_query``'s)."""
     s = settings_for(ws)
     return dense_query(
         ws,
@@ -115,4 +117,5 @@ def query_dense(
         api_key=s.key(),
         base_url=s.url(),
         timeout=s.timeout,
+        disable=disable,
     )

@@ -53,13 +53,42 @@ class QueryArgs:
     dense: bool = field(
         default=False, metadata=_help("fuse dense retrieval (needs build --embed)")
     )
+    disable: list[str] | None = field(
+        default=None,
+        metadata=_help(
+            "ranking stages to switch off, +name to switch one on (docs/ranking.md)"
+        ),
+    )
 
     def check(self) -> None:
-        """Refuse an empty query and an out-of-range ``k``."""
+        """Refuse an empty query, an out-of-range ``k`` and an unknown stage."""
         if not self.query.strip():
             raise ArgumentError("field 'query' must not be empty")
         if not 1 <= self.k <= 200:
             raise ArgumentError("field 'k' must be from 1 to 200")
+        if self.disable:
+            _check_disable(self.disable, dense=self.dense)
+
+
+def _check_disable(disable: list[str], *, dense: bool = False) -> None:
+    """Unknown stage names in *disable* are an error naming the known ones
+    (with ``dense``, the fusion's stages are known too); loaded on use."""
+    from pycsamt_lsp.search.retrieval import check_disable
+
+    if dense:
+        from pycsamt_lsp.search.dense.fusion import (
+            FUSION_OFF_BY_DEFAULT,
+            FUSION_STAGES,
+        )
+
+        check_disable(
+            disable,
+            more=FUSION_STAGES,
+            more_off=FUSION_OFF_BY_DEFAULT,
+            what="ranking or fusion",
+        )
+    else:
+        check_disable(disable)
 
 
 @dataclass
@@ -127,3 +156,15 @@ class EvalArgs:
     ablate: bool = field(
         default=False, metadata=_help("switch each ranking component off in turn")
     )
+    disable: list[str] | None = field(
+        default=None,
+        metadata=_help(
+            "ranking stages off in every run, +name on (with --ablate: under each row)"
+        ),
+    )
+
+    def check(self) -> None:
+        """Refuse an unknown stage before any suite runs (a retrieval that
+        raises is only counted as an error of its record)."""
+        if self.disable:
+            _check_disable(self.disable)

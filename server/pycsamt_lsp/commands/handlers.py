@@ -52,11 +52,14 @@ Result = dict[str, Any]
 
 def query(ws: Workspace, a: QueryArgs) -> Result:
     """``pycsamt.query``: BM25 ranking, or RRF with dense vectors."""
+    disable = tuple(a.disable or ())
     if a.dense:
         from pycsamt_lsp.answer.ask import query_dense  # the dense lane, on use
 
-        return query_dense(ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds)
-    return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds)
+        return query_dense(
+            ws, a.query, a.k, workflow=a.workflow, kinds=a.kinds, disable=disable
+        )
+    return ws.query(a.query, a.k, workflow=a.workflow, kinds=a.kinds, disable=disable)
 
 
 def stats(ws: Workspace, _a: NoArgs) -> Result:
@@ -115,7 +118,9 @@ def run_eval(ws: Workspace, a: EvalArgs) -> Result:
     """``pycsamt.eval``: retrieval metrics on the JSONL suites."""
     from pycsamt_lsp.evals.service import run_eval as _run_eval_service
 
-    return _run_eval_service(ws, suite_dir=a.suiteDir, k=a.k, ablate=a.ablate)
+    return _run_eval_service(
+        ws, suite_dir=a.suiteDir, k=a.k, ablate=a.ablate, disable=tuple(a.disable or ())
+    )
 
 
 # -- formatters -----------------------------------------------------------------

@@ -45,14 +45,17 @@ def suite_paths(ws: Workspace, suite_dir: str | None) -> list[Path]:
     return paths
 
 
-def _retriever(ws: Workspace, disabled: str | None) -> Retrieve:
+def _retriever(
+    ws: Workspace, disabled: str | None, base: tuple[str, ...] = ()
+) -> Retrieve:
     # "seed": every ranking stage off, the seed's composition alone; "a,b":
     # components a and b off together; "+name": a stage that is off by
-    # default switched on (search/stages.py OFF_BY_DEFAULT)
+    # default switched on (search/stages.py OFF_BY_DEFAULT); *base*: the
+    # eval's own ``disable``, under every configuration
     if disabled == "seed":
-        disable: tuple[str, ...] = STAGES
+        disable: tuple[str, ...] = (*base, *STAGES)
     else:
-        disable = tuple(disabled.split(",")) if disabled else ()
+        disable = (*base, *(disabled.split(",") if disabled else ()))
 
     def retrieve(query: str, k: int) -> list[dict[str, Any]]:
         res = ws.query(query, k, disable=disable, snippets=False)
@@ -66,14 +69,26 @@ def _retriever(ws: Workspace, disabled: str | None) -> Retrieve:
 
 
 def run_eval(
-    ws: Workspace, *, suite_dir: str | None = None, k: int = 10, ablate: bool = False
+    ws: Workspace,
+    *,
+    suite_dir: str | None = None,
+    k: int = 10,
+    ablate: bool = False,
+    disable: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Retrieval metrics on the JSONL suites, with the reproducibility record."""
+    """Retrieval metrics on the JSONL suites, with the reproducibility record.
+
+    *disable*: ranking components off (``+name`` on) in every run, checked
+    before any suite runs: a retrieval that raises only counts as an error
+    of its record, so a misspelt stage would score every record 0."""
+    from pycsamt_lsp.search.retrieval import check_disable
+
+    check_disable(disable)
     paths = suite_paths(ws, suite_dir)
     infer = ws.profile.query_workflow
     if ablate:
         report = ablation(
-            lambda disabled: _retriever(ws, disabled),
+            lambda disabled: _retriever(ws, disabled, disable),
             paths,
             infer,
             k=k,
@@ -82,12 +97,14 @@ def run_eval(
     else:
         report = evaluate_suites(
             paths,
-            _retriever(ws, None),
+            _retriever(ws, None, disable),
             infer,
             k=k,
             is_test_path=ws.profile.is_test_path,
         )
         add_workspace_routing(report, ws, paths)  # intent / workflow / line (issue 15)
+    if disable:
+        report["disable"] = list(disable)
     stats = ws.stats()
     report["reproducibility"] = reproducibility(
         tool_version=__version__,

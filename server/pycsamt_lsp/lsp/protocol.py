@@ -108,7 +108,9 @@ def describe_error(exc: BaseException) -> str:
             f"({type(exc).__name__})"
         )
     text = str(exc).strip()
-    first = text.splitlines()[0][:300] if text else ""
+    # 500: room for an unknown stage's list of the known ones (issue 14's
+    # ranking and fusion stages, ~330 characters), still one bounded line
+    first = text.splitlines()[0][:500] if text else ""
     if not first:
         return type(exc).__name__
     return first if is_argument_error(exc) else f"{type(exc).__name__}: {first}"

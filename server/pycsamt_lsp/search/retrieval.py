@@ -22,11 +22,13 @@ from typing import NamedTuple
 import numpy as np
 
 from pycsamt_lsp.corpus.profile import Profile
+from pycsamt_lsp.errors import QueryError
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.fields import NameField, merge_groups
 from pycsamt_lsp.search.slotmap import SlotMap
 from pycsamt_lsp.search.stages import (
+    OFF_BY_DEFAULT,
     STAGES,
     StageAux,
     apply_stages,
@@ -39,6 +41,7 @@ __all__ = [
     "EXPANSION_WEIGHT",
     "Hit",
     "RankAux",
+    "check_disable",
     "load_feedback",
     "search",
     "snippet_of",
@@ -64,6 +67,55 @@ SEED_COMPONENTS = (
     "symbol_boost",
 )
 COMPONENTS = SEED_COMPONENTS + STAGES
+#: every name :func:`search` accepts in *disable*
+_NAMES = frozenset(COMPONENTS).union("+" + x for x in COMPONENTS)
+
+
+def check_disable(
+    disable: Collection[str],
+    *,
+    more: Sequence[str] = (),
+    more_off: Collection[str] = (),
+    what: str = "ranking",
+) -> None:
+    """Refuse a *disable* naming anything but a component (:data:`COMPONENTS`,
+    plus *more*: the dense fusion's stages) or ``+`` and one (switched on).
+
+    Why: the ranking reads *disable* by membership only, so a misspelt name
+    (``feild_head``) used to give the full ranking without a word, and an
+    ablation or a benchmark then measured nothing. The message names every
+    known stage, and ``+name`` for those off by default (*more_off* too).
+    A string is refused too (its letters would be the names)."""
+    if isinstance(disable, str):
+        raise QueryError(
+            f"'disable' must be a list of {what} stage names, not the string {disable!r}"
+        )
+    if not more and _NAMES.issuperset(disable):
+        return  # a query's usual case, without building the sets
+    known = (*COMPONENTS, *more)
+    names = set(known)
+    bad = [
+        d
+        for d in disable
+        if not isinstance(d, str)
+        or not (d in names or (d[:1] == "+" and d[1:] in names))
+    ]
+    if not bad:
+        return
+    import difflib
+
+    off = [x for x in known if x in OFF_BY_DEFAULT or x in more_off]
+    first = str(bad[0]).lstrip("+")
+    near = difflib.get_close_matches(first, known, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    shown = ", ".join(repr(str(b)[:40]) for b in bad[:3]) + (", ..." if bad[3:] else "")
+    raise QueryError(
+        f"unknown {what} stage{'s' if len(bad) > 1 else ''} {shown}{hint}; "
+        f"known: {', '.join(known)}, and {', '.join('+' + x for x in off)} "
+        "(off by default: '+' switches a stage on)"
+    )
+
+
 _IDENT_RUN = re.compile(r"[a-z0-9_]+")
 
 
@@ -298,7 +350,11 @@ def search(
 
     *per_file* caps how many results one source file contributes (the
     ranking and the scores are the seed's; only the selection is diversified).
+    *disable*: components switched off by name, ``+name`` switched on
+    (:func:`check_disable`: any other name is a :class:`QueryError`).
     """
+    if disable:
+        check_disable(disable)
     bm25 = snap.bm25
     tokens = tokenize(query)
     base = bm25.scores(tokens)
