@@ -40,6 +40,7 @@ __all__ = [
     "extra_ready",
     "folder_paths",
     "on_folders_changed",
+    "outline",
     "sync",
     "workspace_for",
 ]
@@ -167,6 +168,8 @@ async def _open_extra(
         )
         if ws.snapshot is not None:
             await ls.run_blocking("model load", ws.ensure_model, lane="command")
+            if key in ls.extra:  # as the primary's: see ``outline``
+                ls.spawn(outline(ls, ws))
             if watch is not None and key in ls.extra:
                 await watch(ls, ws)
     except Exception:  # that folder answers nothing, the rest works
@@ -176,6 +179,21 @@ async def _open_extra(
         if fut is not None and not fut.done():
             fut.set_result(None)
     _index_changed(ls)
+
+
+async def outline(ls: PycsamtServer, ws: Workspace) -> None:
+    """Outline *ws*'s large modules (:meth:`Workspace.prepare_saves`) in the
+    command lane, once its index is open: the first save of any of them,
+    opened in an editor or not, then re-chunks only its changed statements
+    instead of parsing the whole file. Every folder's workspace gets it,
+    the primary's (:func:`pycsamt_lsp.lsp.indexing.start`) and each extra
+    one's (an extra folder's first saves used to parse whole)."""
+    try:
+        n = await ls.run_blocking("outline", ws.prepare_saves, lane="command")
+    except Exception:  # saves then parse whole, as before
+        log.exception("outlining the large modules of %s failed", ws.root)
+        return
+    log.info("outlined %d large modules of %s for their first saves", n or 0, ws.root)
 
 
 def _index_changed(ls: PycsamtServer) -> None:

@@ -108,8 +108,9 @@ async def start(ls: PycsamtServer) -> None:
             except Exception:  # diagnostics retry it on first use
                 log.exception("loading the package model failed")
             # outline the large modules: the first save of any of them (opened
-            # or not) then re-chunks only what it changed (Workspace.prepare_saves)
-            ls.spawn(ls.run_blocking("outline", ws.prepare_saves, lane="command"))
+            # or not) then re-chunks only what it changed (Workspace.prepare_saves;
+            # each extra folder's workspace too, lsp.folders)
+            ls.spawn(folders.outline(ls, ws))
             if ls.settings.dense:  # edits made while the server was down
                 from pycsamt_lsp.lsp.embedding import reembed
 
