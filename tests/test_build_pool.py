@@ -92,9 +92,9 @@ def test_a_worker_killed_mid_build_still_gives_the_same_index(
     serial.rebuild()
 
     class Dying(PipePool):
-        def __init__(self, n: int, target: str, fixed: tuple) -> None:
+        def __init__(self, n: int, target: str, fixed: tuple, spares=None) -> None:
             assert target == "pycsamt_lsp.model.state:pack_batch"
-            super().__init__(n, "build_worker_targets:die_on_seven", (0,))
+            super().__init__(n, "build_worker_targets:die_on_seven", (0,), spares)
 
     monkeypatch.setattr(workers, "PipePool", Dying)
     monkeypatch.setattr(facade, "_PARALLEL_MIN_FILES", 1)
@@ -184,24 +184,24 @@ def test_answers_larger_than_a_pipe_arrive_whole() -> None:
 
 
 def test_prestarted_workers_are_taken_by_the_next_pool_or_let_go() -> None:
-    workers.prestart(1)
+    spares = workers.prestart(1)
     try:
-        assert len(workers._spare) == 1
-        spare = workers._spare[0]
-        pool = PipePool(1, "build_worker_targets:square", (100,))
+        assert len(spares) == 1
+        spare = spares[0]
+        pool = PipePool(1, "build_worker_targets:square", (100,), spares=spares)
         try:
             assert pool.workers[0].proc is spare  # no second interpreter
-            assert not workers._spare
+            assert not spares
             got = list(ordered(BATCHES, list, lambda it: [-1] * len(it), pool))
         finally:
             pool.close()
         assert [g for g in got if g != -1]  # the prestarted worker answered
         assert all(g in (-1, i * i + 100) for i, g in enumerate(got))
-        workers.prestart(1)
-        unused = workers._spare[0]
+        spares = workers.prestart(1)
+        unused = spares[0]
     finally:
-        workers.discard_spares(wait=True)
-    assert not workers._spare
+        workers.discard_spares(spares, wait=True)
+    assert not spares
     assert unused.returncode == 0  # it left when its stdin ended
 
 
@@ -235,18 +235,18 @@ def test_a_cli_build_prestarts_its_worker_and_leaves_none_behind(
         spawned.append(spawn(preload))
         return spawned[-1]
 
-    def recording_init(self, *args) -> None:
-        init(self, *args)
+    def recording_init(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
         taken.extend(w.proc for w in self.workers)
 
     monkeypatch.setattr(workers, "_spawn", counting_spawn)
     monkeypatch.setattr(PipePool, "__init__", recording_init)
     common = ["--root", str(tmp_path / "corpus")]
     assert main(["build", *common, "--index-dir", str(tmp_path / "a")]) == 0
-    assert not workers._spare
     assert len(spawned) == 1  # prestarted, then taken or let go: never two
+    assert spawned[0].wait(timeout=10) == 0  # and it left: none behind
     assert taken == (spawned if pooled else [])
-    monkeypatch.setattr(workers, "prestart", lambda n=None: None)
+    monkeypatch.setattr(workers, "prestart", lambda n=None: [])
     assert main(["build", *common, "--index-dir", str(tmp_path / "b")]) == 0
     assert_same_index(tmp_path / "a", tmp_path / "b", model_bytes=False)
 

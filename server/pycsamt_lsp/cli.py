@@ -262,6 +262,7 @@ def _open(args: argparse.Namespace, *, load: bool = True) -> Workspace:
     ws = Workspace(
         root, profile, index_dir=Path(args.index_dir) if args.index_dir else None
     )
+    ws.spare_workers = getattr(args, "spare_workers", [])
     if load:
         ws.open()
     return ws
@@ -348,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.embed:  # no BLAS call: BM25 arrays are bincount/argsort
             _one_blas_thread([])  # (the user's thread variables still win)
-        prestart()  # the build's worker boots while this process imports
+        # the build's worker boots while this process imports; its workspace
+        # takes it (_open)
+        args.spare_workers = prestart()
     try:
         return _run(args, registry)
     except (PycsamtError, ValueError) as exc:

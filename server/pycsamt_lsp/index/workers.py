@@ -175,11 +175,7 @@ def _spawn(preload: Sequence[str]) -> Any:
     return proc
 
 
-#: workers started by :func:`prestart`, waiting for a :class:`PipePool`
-_spare: list[Any] = []
-
-
-def prestart(n: int | None = None) -> None:
+def prestart(n: int | None = None) -> list[Any]:
     """Start *n* build workers now (default: one fewer than the build's
     ``min(2, cpu_count)`` processes), before the caller's own imports.
 
@@ -190,25 +186,29 @@ def prestart(n: int | None = None) -> None:
     first (the CLI calls this as soon as it knows the command is
     ``build``), the worker boots and imports :data:`_BUILD_MODULE` while
     the building process imports and lists. The next :class:`PipePool`
-    takes them; :func:`discard_spares` lets unused ones go (a corpus too
-    small for a pool), and so does this process's exit (their stdin ends).
+    takes them (its ``spares``: the caller holds the list, no module
+    global, so two workspaces of one process never share workers);
+    :func:`discard_spares` lets unused ones go (a corpus too small for a
+    pool), and so does this process's exit (their stdin ends).
     """
     if n is None:
         n = min(2, os.cpu_count() or 1) - 1
-    for _ in range(max(n - len(_spare), 0)):
+    spares: list[Any] = []
+    for _ in range(max(n, 0)):
         proc = _spawn((_BUILD_MODULE,))
         if proc is None:
             break
-        _spare.append(proc)
+        spares.append(proc)
+    return spares
 
 
-def discard_spares(*, wait: bool = False) -> None:
+def discard_spares(spares: list[Any], *, wait: bool = False) -> None:
     """Let the workers :func:`prestart` made and no pool took exit (their
     stdin closed). Not waited for unless *wait*: one may still be importing
     (~0.15 s), and a small build should not wait for a worker it never
     used; ``subprocess`` reaps it later."""
-    while _spare:
-        proc = _spare.pop()
+    while spares:
+        proc = spares.pop()
         for fh in (proc.stdin, proc.stdout):
             try:
                 fh.close()
@@ -349,11 +349,17 @@ class PipePool:
     the others or to the building process, so a killed worker never hangs
     a build. Workers leave with their stdin (the parent's exit or
     :meth:`close`) and stay in the parent's process group (a cancelled
-    build stops them too). Workers :func:`prestart` started are taken
-    first.
+    build stops them too). Workers :func:`prestart` started (*spares*)
+    are taken first, out of that list.
     """
 
-    def __init__(self, n: int, target: str, fixed: tuple[Any, ...]) -> None:
+    def __init__(
+        self,
+        n: int,
+        target: str,
+        fixed: tuple[Any, ...],
+        spares: list[Any] | None = None,
+    ) -> None:
         import pickle
         import queue
 
@@ -367,7 +373,7 @@ class PipePool:
         hello = pickle.dumps((target, fixed), protocol=pickle.HIGHEST_PROTOCOL)
         module = target.partition(":")[0]
         for i in range(n):
-            proc = _spare.pop(0) if _spare else _spawn((module,))
+            proc = spares.pop(0) if spares else _spawn((module,))
             if proc is None:
                 break
             w = _Worker(proc, i)

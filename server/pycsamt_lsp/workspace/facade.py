@@ -91,17 +91,6 @@ def _in_order(
     yield from (waiting.pop(i) for i in sorted(waiting))
 
 
-def _discard_spare_workers() -> None:
-    """Let go the build workers ``index.workers.prestart`` started that no
-    pool took (a corpus too small for one, the in-memory fallback). Looked
-    up, not imported: only a process that prestarted has the module."""
-    import sys
-
-    mod = sys.modules.get("pycsamt_lsp.index.workers")
-    if mod is not None:
-        mod.discard_spares()
-
-
 @dataclass
 class _State:
     #: snapshot and ranking arrays, swapped together in one assignment
@@ -136,6 +125,9 @@ class Workspace:
         self.index_dir = index_dir or default_index_dir(self.root, cache_dir())
         self.feedback_path = feedback_path or (self.index_dir / "feedback.json")
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        #: build workers started early (``index.workers.prestart``, by the
+        #: CLI before its imports) for this workspace's next build to take
+        self.spare_workers: list[Any] = []
         self._lock = threading.RLock()
         self._state = _State()
         self._bundled = bundled_recipes_dir()
@@ -425,7 +417,10 @@ class Workspace:
                     report = self.build(progress)
                     self.persist()  # logs why it could not
             finally:
-                _discard_spare_workers()
+                if self.spare_workers:  # no pool took them (a small corpus)
+                    from pycsamt_lsp.index.workers import discard_spares
+
+                    discard_spares(self.spare_workers)
             return report
 
     def _build_streamed(self, progress: Progress | None) -> dict[str, Any] | None:
@@ -584,6 +579,7 @@ class Workspace:
             self.workers - 1,
             "pycsamt_lsp.model.state:pack_batch",
             (self.profile, str(self.root)),
+            spares=self.spare_workers,
         )
         stack.callback(pool.close, kill=True)
         pools.append(pool)
