@@ -279,10 +279,10 @@ def test_workflow_keep_keeps_the_workflows_guidance_on_the_first_page():
     )
 
 
-def test_file_cap_lets_one_module_give_three_functions():
+def test_file_cap_lets_one_module_give_four_functions():
     big = [
         chunk("pkg/big.py", i * 10, f"static shift {filler(i)}", symbol=f"pkg.big.f{i}")
-        for i in range(4)
+        for i in range(6)
     ]
     rest = [
         chunk(f"pkg/o{i}.py", 1, f"static shift {filler(8 + i)}", symbol=f"pkg.o{i}.g")
@@ -294,8 +294,28 @@ def test_file_cap_lets_one_module_give_three_functions():
     def from_big(names):
         return sum(n.startswith("pkg.big.") for n in names)
 
-    assert from_big(ranked(snap, aux, q, k=6, per_file=2)) == 2
-    assert from_big(ranked(snap, aux, q, k=6, per_file=2, only="file_cap")) == 3
+    assert from_big(ranked(snap, aux, q, k=8, per_file=2)) == 2
+    # per_file + CODE_EXTRA (2): a module's fourth function, not a fifth
+    assert from_big(ranked(snap, aux, q, k=8, per_file=2, only="file_cap")) == 4
+
+
+def test_fold_reads_a_plural_query_word_as_the_singular_too():
+    sing = chunk("pkg/loc.py", 1, "distance point", symbol="pkg.loc.span")
+    other = chunk("pkg/geo.py", 1, "distance line", symbol="pkg.geo.along")
+    snap, aux = index([sing, other])
+    q = "distance of my points"
+    # the seed alone: both match "distance" only (a tie, by chunk id); with
+    # the fold the singular "point" counts too
+    assert ranked(snap, aux, q, only="none")[:2] == ["pkg.geo.along", "pkg.loc.span"]
+    assert ranked(snap, aux, q, only="fold")[:2] == ["pkg.loc.span", "pkg.geo.along"]
+
+
+def test_fold_never_adds_a_candidate():
+    only_singular = chunk("pkg/a.py", 1, "station table", symbol="pkg.a.tab")
+    snap, aux = index([only_singular])
+    # "stations" is no word of the index: the fold would reach pkg.a.tab,
+    # but a chunk must match the query itself
+    assert "pkg.a.tab" not in ranked(snap, aux, "stations", only="fold")
 
 
 def test_stages_keep_the_seeds_confidence_score():
@@ -311,24 +331,30 @@ def test_stages_keep_the_seeds_confidence_score():
 # -- quality gates on the real corpus, tuning split ---------------------------
 
 #: component -> (metric of the tuning split, floor). Measured on the sdist
-#: (overall of suites/tuning, exact symbols): the full engine (MRR@10 0.801,
-#: hit@10 0.900, nDCG@10 0.821 with stage field_head's plural fold) vs that
-#: component off. A floor sits between the two.
+#: (overall of suites/tuning: fresh_tuning, paraphrase and dense_tuning,
+#: exact symbols): the full engine (MRR@10 0.823, hit@10 0.930, nDCG@10
+#: 0.847, workflow-in-top-10 0.904) vs that component off. A floor sits
+#: between the two. Re-measured in session 5 (helper G) when dense_tuning
+#: joined the tuning split and stage fold, HEAD_WEIGHT 1.5, HEAD_POOL 40 and
+#: file_cap's two extra code places came in.
 GATES: dict[str, tuple[str, float]] = {
-    "symbol_specific": ("mrr_at_k", 0.77),  # 0.801 vs 0.735 without it
-    "field_bm25": ("mrr_at_k", 0.77),  # vs 0.737
-    "field_head": ("ndcg_at_10", 0.819),  # 0.821 vs 0.816 (MRR 0.8014 vs 0.8011)
-    "inherit": ("mrr_at_k", 0.797),  # vs 0.794: its effect on the sdist is small
-    "module_inherit": ("mrr_at_k", 0.775),  # vs 0.752
-    "code_first": ("mrr_at_k", 0.787),  # with field_head off: 0.801 vs 0.774
-    "workflow_keep": ("workflow_in_topk", 0.85),  # 0.871 vs 0.817
-    "file_cap": ("hit_at_k", 0.875),  # 0.900 vs 0.867
-    "seed": ("mrr_at_k", 0.6),  # every stage off: 0.367
+    "symbol_specific": ("mrr_at_k", 0.81),  # 0.823 vs 0.795 without it
+    "field_bm25": ("mrr_at_k", 0.80),  # vs 0.781
+    "fold": ("mrr_at_k", 0.815),  # vs 0.809 (nDCG@10 0.847 vs 0.836)
+    "field_head": ("ndcg_at_10", 0.83),  # 0.847 vs 0.807 (MRR 0.823 vs 0.773)
+    # inherit: MRR@10 0.8230 vs 0.8232 without it; it keeps one more
+    # workflow's chunk on the first page
+    "inherit": ("workflow_in_topk", 0.90),  # 0.904 vs 0.896
+    "module_inherit": ("mrr_at_k", 0.81),  # vs 0.800
+    "code_first": ("mrr_at_k", 0.769),  # with field_head off: 0.773 vs 0.766
+    "workflow_keep": ("workflow_in_topk", 0.88),  # 0.904 vs 0.861
+    "file_cap": ("hit_at_k", 0.915),  # 0.930 vs 0.895
+    "seed": ("mrr_at_k", 0.6),  # every stage off: 0.489
 }
 #: gates measured with another stage off, which masks the component on this
 #: split: component -> that stage. field_head and code_first both lift code
-#: above prose; with field_head on, code_first changes no metric of the
-#: tuning split (MRR@10 0.810 with and without it), so its gate compares
+#: above prose; with field_head on, code_first changes the tuning split's
+#: MRR@10 only in its fourth decimal (0.8230 vs 0.8227), so its gate compares
 #: "field_head off" with "field_head and code_first off".
 MASKED: dict[str, str] = {"code_first": "field_head"}
 
