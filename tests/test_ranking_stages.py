@@ -26,7 +26,7 @@ from pycsamt_lsp.evals.service import _retriever as eval_retriever
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.search.phrasings import is_phrasing_list
 from pycsamt_lsp.search.retrieval import COMPONENTS, SEED_COMPONENTS, RankAux, search
-from pycsamt_lsp.search.stages import STAGES, is_howto
+from pycsamt_lsp.search.stages import OFF_BY_DEFAULT, STAGES, is_howto
 from pycsamt_lsp.workspace.facade import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,6 +94,8 @@ def index(chunks: list[Chunk]) -> tuple[Snapshot, RankAux]:
 def ranked(snap, aux, query, *, only: str | None = None, **kw) -> list[str]:
     """Symbols (or ids of prose) in rank order, with at most stage *only* on."""
     disable = tuple(s for s in STAGES if s != only)
+    if only in OFF_BY_DEFAULT:  # such a stage runs only when asked for
+        disable += (f"+{only}",)
     hits, _ = search(
         snap, aux, PROFILE, query, k=kw.pop("k", 50), disable=disable, **kw
     )
@@ -338,17 +340,17 @@ def test_stages_keep_the_seeds_confidence_score():
 #: joined the tuning split and stage fold, HEAD_WEIGHT 1.5, HEAD_POOL 40 and
 #: file_cap's two extra code places came in.
 GATES: dict[str, tuple[str, float]] = {
-    "symbol_specific": ("mrr_at_k", 0.81),  # 0.823 vs 0.795 without it
-    "field_bm25": ("mrr_at_k", 0.80),  # vs 0.781
-    "fold": ("mrr_at_k", 0.815),  # vs 0.809 (nDCG@10 0.847 vs 0.836)
-    "field_head": ("ndcg_at_10", 0.83),  # 0.847 vs 0.807 (MRR 0.823 vs 0.773)
-    # inherit: MRR@10 0.8230 vs 0.8232 without it; it keeps one more
-    # workflow's chunk on the first page
-    "inherit": ("workflow_in_topk", 0.90),  # 0.904 vs 0.896
-    "module_inherit": ("mrr_at_k", 0.81),  # vs 0.800
-    "code_first": ("mrr_at_k", 0.769),  # with field_head off: 0.773 vs 0.766
-    "workflow_keep": ("workflow_in_topk", 0.88),  # 0.904 vs 0.861
-    "file_cap": ("hit_at_k", 0.915),  # 0.930 vs 0.895
+    "symbol_specific": ("mrr_at_k", 0.80),  # 0.809 vs 0.783 without it
+    "field_bm25": ("mrr_at_k", 0.795),  # vs 0.777
+    # fold is off by default (query p50): "+fold" 0.823 vs the default 0.809
+    "fold": ("mrr_at_k", 0.815),
+    "field_head": ("ndcg_at_10", 0.82),  # 0.836 vs 0.797 (MRR 0.809 vs 0.764)
+    # inherit: no gate on this split (MRR@10 0.8086 with it, 0.8092 without;
+    # hit, nDCG and wf@10 no better); its behaviour is held by fixture tests
+    "module_inherit": ("mrr_at_k", 0.80),  # vs 0.796
+    "code_first": ("mrr_at_k", 0.76),  # with field_head off: 0.764 vs 0.756
+    "workflow_keep": ("workflow_in_topk", 0.875),  # 0.896 vs 0.852
+    "file_cap": ("hit_at_k", 0.915),  # 0.930 vs 0.903
     "seed": ("mrr_at_k", 0.6),  # every stage off: 0.489
 }
 #: gates measured with another stage off, which masks the component on this
@@ -367,6 +369,8 @@ def gate(metrics: dict, component: str) -> bool:
 
 def gate_rows(rows: dict, component: str) -> tuple[dict, dict]:
     """The metrics a gate compares: ``(with the component, without it)``."""
+    if component in OFF_BY_DEFAULT:  # switched on by "+name"
+        return rows[f"+{component}"], rows["baseline"]
     masked = MASKED.get(component)
     if masked is None:
         return rows["baseline"], rows[component]

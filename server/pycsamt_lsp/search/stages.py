@@ -122,7 +122,7 @@ STAGES = (
 )
 #: Stages that run only when asked for: ``disable`` holding ``"+name"``
 #: switches one on (the eval's ablation reports them so, as ``+name`` rows).
-OFF_BY_DEFAULT: frozenset[str] = frozenset({"dedup"})
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"dedup", "fold"})
 FIELD_WEIGHT = 1.0
 INHERIT_SHARE = 0.15
 #: How many prose candidates pass their evidence on.
