@@ -68,9 +68,12 @@ HEAD_WEIGHT = 1.5
 #: How many of the best code candidates get a head score per query. 20, 40,
 #: 80 and 100 gave the same rankings on fresh_tuning; on dense_tuning 40
 #: (and 80) put one more question's symbol in the top 10 than 20 on each
-#: corpus and raised paraphrase wf@10 0.806 -> 0.823 (sdist); 40 costs
-#: ~12-17 us of warm p50 more than 20.
-HEAD_POOL = 40
+#: corpus and raised paraphrase wf@10 0.806 -> 0.823 (sdist), but 40 cost
+#: the sdist's warm core p50 +17 % (bench_query, 4 alternating rounds, two
+#: runs: 0.435 vs 0.371 and 0.512 vs 0.432 ms; 20: 0.364 vs 0.379), too
+#: close to issue 14's 0.5 ms, so the lead kept 20 (tuning split, sdist,
+#: fold off: MRR@10 0.809 either way, hit@10 0.926 vs 0.930).
+HEAD_POOL = 20
 #: The first sentence is cut to this many characters (a summary, not a page).
 _SENTENCE_MAX = 240
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
