@@ -19,12 +19,13 @@ what any other snapshot gets.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pycsamt_lsp.cards.lineage import NO_FILE, changed_files, extends
 from pycsamt_lsp.cards.model import Card
 from pycsamt_lsp.cards.symbols import SymbolTable
-from pycsamt_lsp.index.snapshot import Snapshot
+from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot
 
 if TYPE_CHECKING:
     from pycsamt_lsp.model.package import PackageModel
@@ -74,25 +75,8 @@ class SymbolMaps:
         multi: dict[str, list[str]] = {}
         if snap is None:
             return cls(snap, wf, slots, {})
-        t = snap.table
-        symbols, workflows, kinds = t.symbols, t.workflows, t.kinds
         for rel, (_sha, file_slots) in snap.files.items():
-            for s in file_slots:
-                sym = symbols[s]
-                if not sym:
-                    continue
-                if sym not in slots:
-                    slots[sym] = s
-                    home[sym] = rel
-                else:
-                    if kinds[s] != "module_doc":
-                        slots[sym] = s
-                    if home[sym] != rel:
-                        files = multi.setdefault(sym, [home[sym]])
-                        if files[-1] != rel:  # a file's slots come together
-                            files.append(rel)
-                if wf.get(sym) is None:
-                    wf[sym] = workflows[s]
+            _place(snap.table, rel, file_slots, None, wf, slots, home, multi)
         return cls(snap, wf, slots, {k: tuple(v) for k, v in multi.items()})
 
     def following(self, snap: Snapshot | None) -> SymbolMaps:
@@ -136,11 +120,11 @@ class SymbolMaps:
             if files is not None:
                 scan.update(r for r in files if r not in changed)
                 continue
-            s = self.slots.get(sym)
-            if s is None or s in gone:
+            slot = self.slots.get(sym)
+            if slot is None or slot in gone:
                 continue  # a new symbol, or one only a changed file held
-            rel = ot.paths[s]  # a symbol a save added to another file's
-            if s not in of.get(rel, NO_FILE)[1]:
+            rel = ot.paths[slot]  # a symbol a save added to another file's
+            if slot not in of.get(rel, NO_FILE)[1]:
                 return SymbolMaps.full(snap)  # a slot outside its path's file
             scan.add(rel)
         order = list(scan)
@@ -156,26 +140,45 @@ class SymbolMaps:
             multi.pop(sym, None)
         home: dict[str, str] = {}
         found: dict[str, list[str]] = {}
-        symbols, workflows, kinds = nt.symbols, nt.workflows, nt.kinds
         for rel in order:
-            for s in nf[rel][1]:
-                sym = symbols[s]
-                if not sym or sym not in affected:
-                    continue
-                if sym not in slots:
-                    slots[sym] = s
-                    home[sym] = rel
-                else:
-                    if kinds[s] != "module_doc":
-                        slots[sym] = s
-                    if home[sym] != rel:
-                        files = found.setdefault(sym, [home[sym]])
-                        if files[-1] != rel:
-                            files.append(rel)
-                if wf.get(sym) is None:
-                    wf[sym] = workflows[s]
+            _place(nt, rel, nf[rel][1], affected, wf, slots, home, found)
         multi.update((k, tuple(v)) for k, v in found.items())
         return SymbolMaps(snap, wf, slots, multi)
+
+
+def _place(
+    t: ChunkTable,
+    rel: str,
+    file_slots: Iterable[int],
+    only: set[str] | None,
+    wf: dict[str, str | None],
+    slots: dict[str, int],
+    home: dict[str, str],
+    multi: dict[str, list[str]],
+) -> None:
+    """Add file *rel*'s chunks (its *file_slots* of table *t*) to the maps,
+    in file order, for the symbols in *only* (all when None): the first
+    slot of a symbol unless a later one is not a module docstring, the
+    first workflow found, and the files of a symbol held by more than one.
+    One rule for :meth:`SymbolMaps.full` and the incremental pass, so both
+    give the same maps."""
+    symbols, workflows, kinds = t.symbols, t.workflows, t.kinds
+    for s in file_slots:
+        sym = symbols[s]
+        if not sym or (only is not None and sym not in only):
+            continue
+        if sym not in slots:
+            slots[sym] = s
+            home[sym] = rel
+        else:
+            if kinds[s] != "module_doc":
+                slots[sym] = s
+            if home[sym] != rel:
+                files = multi.setdefault(sym, [home[sym]])
+                if files[-1] != rel:  # a file's slots come together
+                    files.append(rel)
+        if wf.get(sym) is None:
+            wf[sym] = workflows[s]
 
 
 class CardCache:
