@@ -24,11 +24,13 @@ def json_encoder(*, ensure_ascii: bool = True) -> Callable[[Any], str]:
     """``json.JSONEncoder(ensure_ascii=ensure_ascii).encode``, same output,
     cheaper per call (the plain method where the C encoder is missing)."""
     enc = json.JSONEncoder(ensure_ascii=ensure_ascii)
-    make = _encoder.c_make_encoder
-    escape = (
-        _encoder.c_encode_basestring_ascii
-        if ensure_ascii
-        else _encoder.c_encode_basestring
+    # the C accelerators are undocumented attributes (None or absent
+    # without ``_json``): looked up, so a Python without them gets the method
+    make = getattr(_encoder, "c_make_encoder", None)
+    escape = getattr(
+        _encoder,
+        "c_encode_basestring_ascii" if ensure_ascii else "c_encode_basestring",
+        None,
     )
     if make is None or escape is None:  # pragma: no cover - pure-Python json
         return enc.encode
