@@ -6,7 +6,9 @@ questions and the gain did not carry over to the frozen splits; a split of
 TUNING split, so it must never be a near-copy of a frozen test question (or
 the frozen figures would be tuned on through it), and its ground truth must
 be exact defining paths, as the harness scores them. These checks mirror
-``tests/test_suite_splits.py`` for this one file. A collision with a frozen
+``tests/test_suite_splits.py`` for this one file; its ground truth (defining
+paths in the sdist, ``in_checkout``) is checked there, with the other
+suites' (``GROUND_TRUTH_SUITES``). A collision with a frozen
 question is reported by this file's query only: the frozen text is not
 printed, so a failing run does not show the test split to whoever tunes.
 """
@@ -24,7 +26,6 @@ from test_suite_splits import (
     CHECKOUT,
     NEAR,
     TUNING_DIR,
-    _model,
     _norm,
     near_pairs,
 )
@@ -111,29 +112,3 @@ def test_no_query_is_a_near_copy_of_a_bundled_suite(real_corpus):
         bundled += sorted((CHECKOUT / "pycsamt/assistant/evals/suites").glob("*.jsonl"))
     hits = near_pairs([r["query"] for r in _records()], _queries_of(bundled))
     assert not hits, hits
-
-
-@pytest.mark.corpus
-def test_expected_symbols_are_defining_paths_in_the_sdist(real_corpus, tmp_path):
-    model = _model(real_corpus, tmp_path)
-    wrong = []
-    for rec in _records():
-        for sym in rec["expected_symbols"]:
-            res = model.resolve(sym)
-            if not (res.exists and res.target == sym):
-                wrong.append((sym, res.status, res.target, res.reason))
-    assert not wrong, wrong
-
-
-@pytest.mark.corpus
-def test_in_checkout_flag_matches_the_checkout(tmp_path):
-    if not (CHECKOUT / "pycsamt").is_dir():
-        pytest.skip(f"maintainer checkout not found at {CHECKOUT}")
-    model = _model(CHECKOUT, tmp_path)
-    mismatched = [
-        (rec["query"], not rec["in_checkout"])
-        for rec in _records()
-        if all(model.resolve(s).exists for s in rec["expected_symbols"])
-        != rec["in_checkout"]
-    ]
-    assert not mismatched, mismatched

@@ -35,6 +35,9 @@ FROZEN_TEST_3 = TEST_DIR / "frozen_test_3.jsonl"
 FROZEN = (FROZEN_TEST, FROZEN_TEST_2, FROZEN_TEST_3)
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
 NEW_SUITES = (FROZEN_TEST, FROZEN_TEST_2, FROZEN_TEST_3, FRESH_TUNING)
+#: every suite whose expected symbols and in_checkout flags are checked
+#: against the corpora (dense_tuning's other checks: test_dense_tuning_split)
+GROUND_TRUTH_SUITES = (*NEW_SUITES, TUNING_DIR / "dense_tuning.jsonl")
 CATEGORIES = {"howto", "code", "vague_api", "conceptual", "troubleshooting", "no_vocab"}
 #: difflib ratio at or above which two questions count as the same question
 NEAR = 0.7
@@ -190,7 +193,7 @@ def sdist_model(real_corpus, tmp_path_factory):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", NEW_SUITES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", GROUND_TRUTH_SUITES, ids=lambda p: p.name)
 def test_expected_symbols_exist_in_the_sdist(sdist_model, path: Path):
     """Each expected symbol resolves to itself: it exists and is the defining
     path (a re-export path would never match a retrieved chunk's symbol)."""
@@ -209,7 +212,7 @@ def test_in_checkout_flag_matches_the_checkout(tmp_path):
         pytest.skip(f"maintainer checkout not found at {CHECKOUT}")
     model = _model(CHECKOUT, tmp_path)
     mismatched = []
-    for path in NEW_SUITES:
+    for path in GROUND_TRUTH_SUITES:
         for rec in load_suite(path):
             ok = all(model.resolve(s).exists for s in rec["expected_symbols"])
             if ok != rec["in_checkout"]:
