@@ -174,7 +174,12 @@ def queries(real_corpus) -> list[str]:
 def test_both_frozen_splits_are_among_the_scanned_queries():
     """The gate reads every split under suites/, the second frozen one too."""
     scanned = set(eval_queries(None))
-    for name in ("frozen_test.jsonl", "frozen_test_2.jsonl", "frozen_test_3.jsonl"):
+    for name in (
+        "frozen_test.jsonl",
+        "frozen_test_2.jsonl",
+        "frozen_test_3.jsonl",
+        "frozen_test_4.jsonl",
+    ):
         qs = _suite_queries([REPO / "suites" / "test" / name])
         assert qs and set(qs) <= scanned, name
 
