@@ -183,25 +183,27 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "idx" / MODEL_FILE).read_text())
     assert doc["model"]["model_version"] == MODEL_VERSION
     files = doc["model"]["files"]
-    # the excluded public modules the suggestion index reads: what they bind
-    # is extracted by the build, their defs and classes parsed when used
-    # (broken.py does not parse: modelled whole)
+    # the excluded modules whose text may inject or register names: what
+    # they bind is extracted by the build, their defs and classes parsed
+    # when used
     assert {r for r, d in files.items() if "head" in d} == {
-        "geo/app/__init__.py",
-        "geo/app/tools.py",
-        "geo/app/star.py",
-        "geo/app/nested/__init__.py",
-        "geo/app/nested/deep.py",
-        "geo/app/opened.py",
         "geo/app/dyn.py",
         "geo/app/reg.py",
     }
     assert files["geo/app/dyn.py"]["head"]["injects"] == ["injected_name"]
     assert "functions" not in files["geo/app/tools.py"]
     recorded = {r for r, d in files.items() if "deferred" in d and "head" not in d}
-    # tests and private modules: the suggestion index never reads them, and
-    # nothing in their text can register or inject a name: not parsed
+    # tests, private modules and the rest of what the profile excludes: the
+    # suggestion index never reads their names, and nothing in their text
+    # can register or inject a name: not parsed (broken.py neither)
     assert recorded == {
+        "geo/app/__init__.py",
+        "geo/app/tools.py",
+        "geo/app/star.py",
+        "geo/app/nested/__init__.py",
+        "geo/app/nested/deep.py",
+        "geo/app/broken.py",
+        "geo/app/opened.py",
         "geo/app/_private.py",
         "geo/app/_broken.py",
         "geo/tests/__init__.py",
@@ -229,28 +231,32 @@ def test_build_defers_the_modules_the_index_leaves_out(tmp_path: Path) -> None:
         "geo/tests/__init__.py",
         "geo/tests/test_shift.py",
     ]
-    # a head-only module answers for its names without a parse; its defs
-    # and classes are parsed when first read
+    # an excluded module is parsed when a name in it is asked for
     tools = deferred_of(model)["geo/app/tools.py"]
-    assert isinstance(tools, HeadModuleInfo)
+    assert not isinstance(tools, HeadModuleInfo)
+    assert not tools.materialised
     assert model.resolve("geo.app.tools.helper").status == "exists"
     assert model.resolve("geo.app.tools.nothing").status == "absent"
-    assert not tools.materialised
-    assert model.members("geo.app.tools.Tool") == [("use", "method")]
     assert tools.materialised
-    # suggestions never read them
+    assert model.members("geo.app.tools.Tool") == [("use", "method")]
+    # the package-wide suggestions never read the excluded modules' names
     assert model.suggest("helpr") == ["geo.helper"]
     assert "geo.tests.test_shift.test_correct" not in model.suggest("test_corect")
-    assert sorted(r for r, i in lazy.items() if not i.materialised) == [
-        "geo/app/_broken.py",
-        "geo/app/_private.py",
-        "geo/tests/conftest.py",
-        "geo/tests/test_computed.py",
-        "geo/tests/test_latin.py",
-        "geo/tests/test_local.py",
-        "geo/tests/test_nfkc.py",
-        "geo/tests/test_patch.py",
+    # (resolving geo.app.tools.helper read the package geo.app too)
+    parsed = {"geo/app/__init__.py", "geo/app/tools.py"}
+    parsed |= {"geo/tests/__init__.py", "geo/tests/test_shift.py"}
+    assert sorted(r for r, i in lazy.items() if not i.materialised) == sorted(
+        recorded - parsed
+    )
+    # geo.app.nested(.deep).Deep: left out (the module's name is not)
+    assert model.suggest("Deep", k=5) == ["geo.app.nested.deep"]
+    # a typo inside one of them: that module's names (it is parsed), first
+    assert model.suggest("geo.app.nested.deep.Deeep") == ["geo.app.nested.deep.Deep"]
+    assert model.suggest("Deeep", within="geo.app.nested.deep") == [
+        "geo.app.nested.deep.Deep"
     ]
+    assert lazy["geo/app/nested/deep.py"].materialised
+    assert not lazy["geo/app/star.py"].materialised
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -376,8 +382,14 @@ def test_sdist_defers_only_what_suggestions_never_read(sdist_models) -> None:
     deferred, _ = sdist_models
     later = deferred_of(deferred)
     full = {r for r, i in later.items() if not isinstance(i, HeadModuleInfo)}
-    assert len(later) - len(full) > 250  # the UI glue: names only
-    assert full and all(r.rpartition("/")[2].startswith("_") for r in full)
+    # the UI glue, RAG internals and private modules: not parsed; a module
+    # whose text may inject or register names: its names read
+    assert len(full) > 250 and len(later) - len(full) < 20
+    assert all(
+        r.startswith("pycsamt/app/") or "/_" in r
+        for r in full
+        if "/rag/" not in r and "/evals/" not in r and "/cli/commands/" not in r
+    )
     deferred.suggest("static_shift")  # the first suggestion parses none of these
     assert not any(later[r].materialised for r in full)
 
@@ -445,6 +457,8 @@ def test_only_files_without_scanned_facts_are_deferred(text: bytes, deferred: bo
         assert info.injects == [] and info.registered_modules == []
     assert not deferrable("geo.tests.x", "stub", b"x = 1\n")
     assert not deferrable("geo.app.x", "source", b"x = 1\n")  # its names are suggested
+    # unless the profile leaves it out of the index (not suggested)
+    assert deferrable("geo.app.x", "source", text, suggested=False) is deferred
 
 
 def test_binds_answers_as_the_parsed_bindings(tmp_path: Path) -> None:

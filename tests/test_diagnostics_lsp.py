@@ -145,3 +145,53 @@ async def test_keyword_markdown_and_broken_buffer(
         )
     )
     await diagnostics_of(client, uri, lambda d: not d)
+
+
+async def test_quick_fix_inside_a_module_the_index_leaves_out(
+    client: LanguageClient, tmp_path: Path
+):
+    """A module the profile excludes (UI glue) is deferred by the build, not
+    parsed; its names are left out of the package-wide did-you-mean, yet a
+    typo inside it gets that module's name as the quick fix."""
+    import json
+
+    from lsp_helpers import PROFILE_TOML
+
+    corpus = tmp_path / "corpus"
+    (corpus / "pkg" / "app").mkdir(parents=True)
+    (corpus / "pkg" / "app" / "__init__.py").write_text("")
+    (corpus / "pkg" / "app" / "window.py").write_text(
+        "class MainWindow:\n    pass\n\n\ndef open_window():\n    return MainWindow()\n"
+    )
+    profile = tmp_path / "glue.toml"
+    profile.write_text(
+        PROFILE_TOML.replace('"/tests/"]', '"/tests/", "pkg/app/"]'), encoding="utf-8"
+    )
+    await start(client, corpus, profile=str(profile))
+    model = json.loads((corpus / ".pycsamt_rag" / "package_model.json").read_text())
+    record = model["model"]["files"]["pkg/app/window.py"]
+    assert "deferred" in record and "head" not in record  # not parsed by the build
+    text = (
+        "from pkg.app.window import MainWindw\n"
+        "from pkg.app.window import open_window\n"
+        "from pkg import open_windw\n"
+    )
+    script = tmp_path / "glue.py"
+    script.write_text(text)
+    uri = open_doc(client, script, text)
+    diags = await diagnostics_of(client, uri, lambda d: len(d) >= 2)
+    assert sorted(d.range.start.line for d in diags) == [0, 2]  # open_window is real
+
+    async def fixes(line: int) -> list[str]:
+        [d] = [d for d in diags if d.range.start.line == line]
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=d.range,
+                context=types.CodeActionContext(diagnostics=[d]),
+            )
+        )
+        return [e.new_text for a in actions or () for e in a.edit.changes[uri]]
+
+    assert (await fixes(0))[0] == "MainWindow"
+    assert not any("open_window" in t for t in await fixes(2))

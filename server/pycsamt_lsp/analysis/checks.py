@@ -296,7 +296,10 @@ class _Analyzer:
             holders = [
                 m
                 for m, info in model.modules.items()
-                if all(info.binds(n) or f"{m}.{n}" in model.modules for n in names)
+                # may_bind first: a deferred module lacking one of the names
+                # in its text is not parsed for the others (model.deferred)
+                if all(info.may_bind(n) or f"{m}.{n}" in model.modules for n in names)
+                and all(info.binds(n) or f"{m}.{n}" in model.modules for n in names)
                 and all(model.resolve_from(m, n).exists for n in names)
             ]
             holders.sort(

@@ -21,12 +21,19 @@ Package-wide reads decide which files may wait. Resolution walks
 ``injects`` and ``registered_modules`` of every file before it calls a name
 absent, so only files whose text cannot produce them are deferred (those
 two fields are then known to be empty without a parse). The suggestion
-index reads the names of every public non-test module (UI glue included,
-ranked last), so only modules it never reads are deferred: unit tests inside
-the package and modules with a private part (``pkg/app/_glue.py``).
-Deferring the UI glue too saved a fifth of the sdist's build CPU but moved
-2.3 s of parsing to the first suggestion of every later process (a server's
-first hallucinated name), which is paid far more often than a build.
+index reads the names of every public non-test module the profile indexes,
+so only modules it never reads are deferred: unit tests inside the package,
+modules with a private part (``pkg/app/_glue.py``) and the modules the
+profile leaves out of the index (UI glue, the package's RAG internals: the
+server's ``suggest_demote``), whose names the package-wide did-you-mean
+leaves out (the profile judges them not worth indexing; a query inside one
+such module still reads that module's names: ``model.suggest``). Before
+that, the build read the names of those modules
+(:class:`HeadModuleInfo`, one parse each: ~10 % of a checkout build's CPU)
+so that every did-you-mean could offer them, ranked last; deferring them
+while still suggesting their names moved 2.3 s of parsing to the first
+suggestion of every later process. A module file whose text could inject
+or register names is still read whole or as a head.
 
 The persisted model records such a module as deferred (its JSON object has
 ``"deferred": sha256``) whether or not it was materialised since, so what a
@@ -73,6 +80,17 @@ _MODULES_ATTR = re.compile(rb"\.(?:[\s\\]|#[^\n]*)*modules\b")
 _COMPUTED_NAMES = re.compile(
     rb"\b(?:globals|locals|vars|attach)\b|__getattr__|__dict__"
 )
+#: Literals one of which every :data:`_COMPUTED_NAMES` match holds: the
+#: pattern (no literal prefix) tried every byte, 0.2 s of the first holders
+#: scan on the sdist's 290 deferred modules; most files hold none of them.
+_COMPUTED_WORDS = (
+    b"globals",
+    b"locals",
+    b"vars",
+    b"attach",
+    b"__getattr__",
+    b"__dict__",
+)
 #: A PEP 263 encoding declaration on one of the first two lines.
 _CODING = re.compile(rb"(?:[^\n]*\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*([-\w.]+)")
 #: Names whose answer a deferred module keeps (:meth:`DeferredModuleInfo.binds`).
@@ -93,15 +111,16 @@ _SLOT = MappingProxyType({n: ModuleInfo.__dict__[n] for n in _ALL_FIELDS})
 _LOCK = threading.Lock()
 
 
-def deferrable(name: str, kind: str, data: bytes) -> bool:
+def deferrable(name: str, kind: str, data: bytes, *, suggested: bool = True) -> bool:
     """True when the module *name* (of model *kind*, file bytes *data*) may
-    be deferred: a test module or one with a private part (the suggestion
-    index never reads them), plain Python source whose text has nothing
+    be deferred: a test module, one with a private part, or one whose names
+    are not *suggested* package-wide (the suggestion index never reads
+    their names), plain Python source whose text has nothing
     :data:`_SCANNED` matches (the plain substring tests first: most files
     have none of the words, and the pattern's scan of every dot was most of
     this test's time; the pattern's alternatives are searched one by one,
     each behind its literal: :data:`_SETATTR_CALL`)."""
-    if kind != "source" or not _never_suggested(name):
+    if kind != "source" or (suggested and not _never_suggested(name)):
         return False
     # ``_SCANNED.search(data) is None``: no alternative matches anywhere
     if b"meta_path" in data:
@@ -115,6 +134,25 @@ def _never_suggested(name: str) -> bool:
     """What ``suggest._SuggestIndex`` leaves out unread: test modules
     (``is_test_module``) and, through ``all_symbols``, private modules."""
     return is_test_module(name) or any(p.startswith("_") for p in name.split("."))
+
+
+def _computes_names(data: bytes) -> bool:
+    """``_COMPUTED_NAMES.search(data) is not None``, the pattern tried only
+    when one of its literals is in the text."""
+    return any(w in data for w in _COMPUTED_WORDS) and bool(
+        _COMPUTED_NAMES.search(data)
+    )
+
+
+def _nfkc_non_ascii_lines(data: bytes) -> str:
+    """The NFKC form of the lines of UTF-8 *data* that hold a non-ASCII
+    byte, newline-joined. An ASCII name absent from *data* is in the NFKC
+    form of the whole text exactly when it is in this: NFKC works line by
+    line (a newline neither decomposes nor composes with anything, and is
+    never inside a UTF-8 sequence) and leaves an ASCII line as it is. Half
+    the time of normalising the whole text, on the sdist's UI glue."""
+    lines = [line for line in data.split(b"\n") if not line.isascii()]
+    return unicodedata.normalize("NFKC", b"\n".join(lines).decode("utf-8", "replace"))
 
 
 class DeferredModuleInfo(ModuleInfo):
@@ -191,6 +229,13 @@ class DeferredModuleInfo(ModuleInfo):
         does not compute names (``globals()``/``locals()``/``vars()`` writes,
         ``__getattr__``, ``lazy_loader.attach``, ``__dict__``) is an
         identifier (NFKC-normalised) or a string literal of its text."""
+        return self.may_bind(name) and name in self.bindings
+
+    def may_bind(self, name: str) -> bool:
+        """False when ``binds(name)`` is False, known without a parse (the
+        file's text: :meth:`binds`); True when it may be True (parsed by
+        :meth:`binds` to know). A caller asking for several names asks
+        this of each first: one absent name then parses nothing."""
         if self._ready:
             return name in self.bindings
         known = self._binds.get(name)
@@ -199,7 +244,7 @@ class DeferredModuleInfo(ModuleInfo):
             if len(self._binds) >= _BINDS_KEPT:
                 self._binds.clear()
             self._binds[name] = known
-        return known and name in self.bindings
+        return known
 
     def _may_bind(self, name: str) -> bool:
         if self._root is None or not name.isascii():
@@ -208,18 +253,19 @@ class DeferredModuleInfo(ModuleInfo):
             data = read_regular(self._root / self.rel, MODEL_MAX_BYTES)
         except OSError:
             return True  # parsed (as unknown) by the caller's next read
-        if data is None or _COMPUTED_NAMES.search(data):
+        # the name in the bytes: maybe bound (the parse tells); checked
+        # first, as it answers without the scans below
+        if data is None or name.encode() in data or _computes_names(data):
             return True
         if data.isascii():
-            return name.encode() in data
+            return False
         # identifiers are NFKC-normalised ("\ufb01le" binds "file"): look in
         # the normalised text; a file in another declared encoding is parsed
         m = _CODING.match(data)
         declared = m.group(1).decode("ascii").lower().replace("_", "-") if m else ""
         if m and declared not in ("utf-8", "utf8"):
             return True
-        text = unicodedata.normalize("NFKC", data.decode("utf-8", "replace"))
-        return name in text
+        return name in _nfkc_non_ascii_lines(data)
 
     def to_dict(self) -> dict[str, Any]:
         """The deferred record (never the parsed facts: what is persisted
@@ -329,8 +375,9 @@ _HEAD_FIELDS = tuple(
 
 
 class HeadModuleInfo(DeferredModuleInfo):
-    """A module the index leaves out whose names the suggestion index reads
-    (UI glue): the build extracts what it binds and exports
+    """A module the index leaves out whose names the build reads (one whose
+    text may inject or register names, or an indexed file the index could
+    not take, whose names the suggestion index reads): the build extracts what it binds and exports
     (:func:`~pycsamt_lsp.model.extract.module_head`, one parse, no def or
     class facts) and its ``doc``, ``functions`` and ``classes`` are parsed
     from the file on first read, as :class:`DeferredModuleInfo` does."""
@@ -373,6 +420,10 @@ class HeadModuleInfo(DeferredModuleInfo):
 
     def binds(self, name: str) -> bool:
         """``name in self.bindings`` (known: no parse, no read)."""
+        return name in self.bindings
+
+    def may_bind(self, name: str) -> bool:
+        """:meth:`binds` (known)."""
         return name in self.bindings
 
     def to_dict(self) -> dict[str, Any]:

@@ -208,6 +208,11 @@ class ModuleInfo:
         these without a parse: ``model.deferred``)."""
         return name in self.bindings
 
+    def may_bind(self, name: str) -> bool:
+        """False when :meth:`binds` is False, True when it may be True (a
+        deferred module answers from its text, without a parse)."""
+        return name in self.bindings
+
     def public_names(self) -> list[str]:
         """Bound names without a leading underscore (a star import without
         ``__all__`` takes these).

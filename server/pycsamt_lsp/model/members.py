@@ -219,23 +219,32 @@ class _MembersBase(_ResolverBase):
         self,
         include_private: bool = False,
         skip: Callable[[str], bool] | None = None,
+        names_of: Callable[[str], bool] | None = None,
     ) -> Iterator[str]:
         """Dotted names of every module and module-level definition or
         in-package re-export (public ones unless ``include_private``);
         ``skip(module)`` True leaves a module and its names out unread (a
-        deferred module is then not parsed: ``model.deferred``)."""
+        deferred module is then not parsed: ``model.deferred``);
+        ``names_of(module)`` False yields the module but not its names
+        (unread too: the module's name comes from its path)."""
         for mod in sorted(self.modules):
             if not include_private and any(p.startswith("_") for p in mod.split(".")):
                 continue
             if skip is not None and skip(mod):
                 continue
             yield mod
-            info = self.modules[mod]
-            for n, b in info.bindings.items():
-                if n.startswith("_") and not include_private:
-                    continue
-                if b.kind in ("import", "module") and not (
-                    b.target and self._inside(b.target)
-                ):
-                    continue
-                yield f"{mod}.{n}"
+            if names_of is None or names_of(mod):
+                yield from self.module_symbols(mod, include_private)
+
+    def module_symbols(self, mod: str, include_private: bool = False) -> Iterator[str]:
+        """The names :meth:`all_symbols` yields after the module *mod*
+        (reads its bindings: a deferred module is parsed)."""
+        info = self.modules[mod]
+        for n, b in info.bindings.items():
+            if n.startswith("_") and not include_private:
+                continue
+            if b.kind in ("import", "module") and not (
+                b.target and self._inside(b.target)
+            ):
+                continue
+            yield f"{mod}.{n}"

@@ -114,9 +114,12 @@ class PackageModel(_MembersBase):
     @property
     def suggest_demote(self) -> Callable[[str], bool] | None:
         """Predicate on a module's corpus-relative path: True ranks that
-        module's symbols last in suggestions (still real, still resolvable).
-        The server passes ``lambda rel: not profile.should_index(rel)`` so
-        UI glue and private helpers the index leaves out come last."""
+        module last in suggestions and leaves its names out of the
+        package-wide did-you-mean (still real, still resolvable, and still
+        suggested to a query inside that module: ``model.suggest``). The
+        server passes ``lambda rel: not profile.should_index(rel)``: the UI
+        glue and private helpers the index leaves out, which a build
+        therefore need not parse (``model.deferred``)."""
         return self._suggest_demote
 
     @suggest_demote.setter
@@ -362,13 +365,16 @@ class PackageModel(_MembersBase):
     def _suggest_parses(self) -> bool:
         """Whether the suggestion index would parse deferred modules (their
         names are suggested, so the first suggestion parses them; a model
-        made ready for editing does not: ``model.deferred``)."""
+        made ready for editing does not: ``model.deferred``). A module
+        :attr:`suggest_demote` demotes is not read (only its name is)."""
+        demote = self._suggest_demote
         return any(
             isinstance(info, DeferredModuleInfo)
             and not isinstance(info, HeadModuleInfo)  # names known
             and not info.materialised
             and not is_test_module(info.name)
             and not any(p.startswith("_") for p in info.name.split("."))
+            and not (demote is not None and demote(info.rel))
             for info in self._files.values()
         )
 

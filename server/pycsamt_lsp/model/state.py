@@ -260,7 +260,9 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
     except OSError:
         return rel, failed, None, None, None, None
     sha = sha_hex(raw)
-    later = deferred_info(rel, raw, profile.package, root, sha)
+    later = deferred_info(
+        rel, raw, profile.package, root, sha, suggested=profile.should_index(rel)
+    )
     if later is not None:  # listed, parsed when first used (model.deferred)
         return rel, failed, None, None, _record(rel, later.to_dict()), sha
     _fc, info = _parse(rel, raw, profile, False)
@@ -268,16 +270,27 @@ def _pack_file(profile: Profile, root: Path, job: BuildJob) -> PackedFile:
 
 
 def deferred_info(
-    rel: str, data: bytes, package: str, root: Path | None, sha: str | None = None
+    rel: str,
+    data: bytes,
+    package: str,
+    root: Path | None,
+    sha: str | None = None,
+    *,
+    suggested: bool = True,
 ) -> DeferredModuleInfo | None:
     """A module file the index leaves out, as a deferred module (not parsed,
     or only what it binds and exports extracted: :mod:`pycsamt_lsp.model.deferred`),
-    or None when it must be modelled whole now."""
+    or None when it must be modelled whole now.
+
+    *suggested*: whether the package-wide suggestion index reads its names
+    (False when the profile does not index the file: the server's
+    ``suggest_demote`` leaves such a module's names out, so they need not
+    be read now)."""
     meta = module_name_for(rel, package)
     if meta is None or meta[2] != "source":
         return None
     sha = sha if sha is not None else sha_hex(data)
-    if deferrable(meta[0], meta[2], data):
+    if deferrable(meta[0], meta[2], data, suggested=suggested):
         return DeferredModuleInfo.of(
             name=meta[0], rel=rel, is_package=meta[1], sha=sha, root=root
         )

@@ -13,6 +13,7 @@ import threading
 import weakref
 from array import array
 from collections import defaultdict
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from pycsamt_lsp.corpus.testfiles import is_test_module
@@ -57,6 +58,32 @@ def suggest_index(model: PackageModel, lock: threading.Lock) -> _SuggestIndex:
 _MIN_SUGGEST_SCORE = 0.5
 
 
+class _Table:
+    """Token -> entries of some public names (the package-wide table, or
+    the names of one module the package-wide table leaves out)."""
+
+    __slots__ = ("by_token", "entries", "vocab_by_letter")
+
+    def __init__(self) -> None:
+        # dotted, distinct tokens (interned), is_module, static score part:
+        # one small tuple per public symbol (11,500 on pyCSAMT), the leaf
+        # name and its compact spelling derived from dotted when scored
+        self.entries: list[tuple[str, tuple[str, ...], bool, float]] = []
+        self.by_token: dict[str, array[int]] = defaultdict(lambda: array("i"))
+        self.vocab_by_letter: dict[str, list[str]] = defaultdict(list)
+
+    def add(self, dotted: str, toks: tuple[str, ...], is_module: bool, static: float):
+        idx = len(self.entries)
+        self.entries.append((dotted, toks, is_module, static))
+        for t in toks:
+            self.by_token[t].append(idx)
+
+    def finish(self) -> _Table:
+        for t in self.by_token:
+            self.vocab_by_letter[t[0]].append(t)
+        return self
+
+
 class _SuggestIndex:
     """Token -> symbols map over every public name, for fast suggestions.
 
@@ -66,6 +93,19 @@ class _SuggestIndex:
     a small bonus for exact/prefix names and for package-level (re-exported)
     paths, a penalty per nesting level, and a character ratio for the final
     order of the shortlist.
+
+    A module the model's ``suggest_demote`` predicate demotes (the server's:
+    a module the index leaves out, UI glue and the package's own RAG
+    internals) is ranked last by its module name, and its names are left out
+    of the package-wide table unread: the profile judges those modules not
+    worth indexing, so a did-you-mean anywhere in the package never offers
+    them, and a build need not parse them (``model.deferred``). A query
+    *inside* such a module (``pkg.app.window.MainWindw``, or ``within`` it)
+    reads that one module's names (parsing it if deferred) and ranks them
+    undemoted: the user named that module (demoted, as they were when the
+    package-wide table held them, no typo of them scored 0.5: none of 158
+    sampled one-letter typos inside the sdist's UI glue got a suggestion
+    from its own module).
     """
 
     def __init__(self, model: PackageModel) -> None:
@@ -74,39 +114,73 @@ class _SuggestIndex:
         self.model = weakref.proxy(model)
         demote = model.suggest_demote
         mods = model.modules
-        # dotted, distinct tokens (interned), is_module, static score part:
-        # one small tuple per public symbol (11,500 on pyCSAMT), the leaf
-        # name and its compact spelling derived from dotted when scored
-        self.entries: list[tuple[str, tuple[str, ...], bool, float]] = []
-        self.by_token: dict[str, array[int]] = defaultdict(lambda: array("i"))
-        intern = sys.intern
+        self._demote = demote
+        #: modules whose names the package-wide table leaves out (demoted)
+        self.left_out: frozenset[str] = frozenset(
+            () if demote is None else (m for m, i in mods.items() if demote(i.rel))
+        )
+        self._local: dict[str, _Table] = {}
+        self._lock = threading.Lock()
+        table = _Table()
         seen: set[str] = set()
-        # a test module's names are never suggested: not read (not parsed)
-        for dotted in model.all_symbols(skip=is_test_module):
+        # a test module's names are never suggested: not read (not parsed),
+        # nor a demoted module's (its module name is)
+        for dotted in model.all_symbols(
+            skip=is_test_module, names_of=lambda m: m not in self.left_out
+        ):
             if dotted in seen or is_test_module(dotted):
                 continue
             seen.add(dotted)
-            parent, _, name = dotted.rpartition(".")
-            is_module = dotted in mods
-            toks = tuple(
-                dict.fromkeys(intern(_stem(t)) for t in identifier_tokens(name))
-            )
-            if not toks:
-                continue
-            pinfo = mods.get(parent)
-            static = -0.03 * max(0, dotted.count(".") - 1)
-            if pinfo is not None and pinfo.is_package:
-                static += 0.08
-            home = mods.get(dotted) if is_module else pinfo
-            if demote is not None and home is not None and demote(home.rel):
-                static -= 0.5
-            idx = len(self.entries)
-            self.entries.append((dotted, toks, is_module, static))
-            for t in toks:
-                self.by_token[t].append(idx)
-        self.vocab_by_letter: dict[str, list[str]] = defaultdict(list)
-        for t in self.by_token:
-            self.vocab_by_letter[t[0]].append(t)
+            self._add(table, dotted, mods)
+        self.main = table.finish()
+
+    def _add(
+        self, table: _Table, dotted: str, mods: dict, *, demote: bool = True
+    ) -> None:
+        parent, _, name = dotted.rpartition(".")
+        is_module = dotted in mods
+        intern = sys.intern
+        toks = tuple(dict.fromkeys(intern(_stem(t)) for t in identifier_tokens(name)))
+        if not toks:
+            return
+        pinfo = mods.get(parent)
+        static = -0.03 * max(0, dotted.count(".") - 1)
+        if pinfo is not None and pinfo.is_package:
+            static += 0.08
+        home = mods.get(dotted) if is_module else pinfo
+        pred = self._demote if demote else None
+        if pred is not None and home is not None and pred(home.rel):
+            static -= 0.5
+        table.add(dotted, toks, is_module, static)
+
+    def _tables(self, parent: str, within: str | None) -> list[_Table]:
+        """The package-wide table, and the names of the left-out modules the
+        query is inside (its dotted parent, or *within*)."""
+        inside = [m for m in dict.fromkeys((parent, within)) if m in self.left_out]
+        if not inside:
+            return [self.main]
+        return [self.main, *(self._module_table(m) for m in inside)]
+
+    def _module_table(self, mod: str) -> _Table:
+        """The names of the left-out module *mod*, scored as the
+        package-wide table scores names but not demoted (built once;
+        reading them may parse the module)."""
+        got = self._local.get(mod)
+        if got is not None:
+            return got
+        with self._lock:
+            got = self._local.get(mod)
+            if got is None:
+                model = self.model
+                mods = model.modules
+                got = _Table()
+                if not is_test_module(mod):
+                    for dotted in dict.fromkeys(model.module_symbols(mod)):
+                        if not is_test_module(dotted):
+                            # asked inside it: its names are not demoted
+                            self._add(got, dotted, mods, demote=False)
+                self._local[mod] = got.finish()
+        return got
 
     def query(
         self, text: str, k: int, *, kind: str | None, within: str | None
@@ -116,67 +190,73 @@ class _SuggestIndex:
         qset = {_stem(t) for t in raw}
         if not qset:
             return []
+        tables = self._tables(parent, within)
         acronym = "".join(t[0] for t in raw) if len(raw) >= 2 else None
         qcompact = name.replace("_", "").lower()
         lookup = set(qset)
         for t in qset:
-            if t not in self.by_token and len(t) >= 4:
-                lookup.update(
-                    difflib.get_close_matches(
-                        t, self.vocab_by_letter.get(t[0], []), n=3, cutoff=0.8
+            if len(t) >= 4 and not any(t in tb.by_token for tb in tables):
+                vocab = tables[0].vocab_by_letter.get(t[0], [])
+                if len(tables) > 1:
+                    vocab = list(
+                        dict.fromkeys(
+                            chain.from_iterable(
+                                tb.vocab_by_letter.get(t[0], ()) for tb in tables
+                            )
+                        )
                     )
-                )
-        if acronym and acronym in self.by_token:
+                lookup.update(difflib.get_close_matches(t, vocab, n=3, cutoff=0.8))
+        if acronym and any(acronym in tb.by_token for tb in tables):
             lookup.add(acronym)
-        scores: dict[int, float] = {}
-        acronym_only: set[int] = set()
+        scores: dict[str, float] = {}  # by dotted: one entry a name in all tables
+        acronym_only: set[str] = set()
         for t in lookup:
-            for i in self.by_token.get(t, ()):
-                if i in scores:
-                    continue
-                dotted, toks, is_module, static = self.entries[i]
-                if kind == "module" and not is_module:
-                    continue
-                if within and not dotted.startswith(within + "."):
-                    continue
-                exact = len(qset.intersection(toks))
-                matched = exact + 0.8 * len(
-                    {u for u in toks if u in lookup and u != acronym} - qset
-                )
-                if acronym and acronym in toks and matched < len(qset):
-                    cover, prec = 0.5, min(1.0, (matched + 1) / len(toks))
-                    if not matched:
-                        acronym_only.add(i)
-                else:
-                    cover, prec = (
-                        min(1.0, matched / len(qset)),
-                        min(1.0, matched / len(toks)),
+            for tb in tables:
+                for i in tb.by_token.get(t, ()):
+                    dotted, toks, is_module, static = tb.entries[i]
+                    if dotted in scores:
+                        continue
+                    if kind == "module" and not is_module:
+                        continue
+                    if within and not dotted.startswith(within + "."):
+                        continue
+                    exact = len(qset.intersection(toks))
+                    matched = exact + 0.8 * len(
+                        {u for u in toks if u in lookup and u != acronym} - qset
                     )
-                score = 0.6 * cover + 0.25 * prec + static
-                compact = _compact(dotted)
-                if compact == qcompact:
-                    score += 0.15
-                elif compact.startswith(qcompact):
-                    score += 0.05
-                if parent and dotted.startswith(parent + "."):
-                    score += 0.05
-                scores[i] = score
+                    if acronym and acronym in toks and matched < len(qset):
+                        cover, prec = 0.5, min(1.0, (matched + 1) / len(toks))
+                        if not matched:
+                            acronym_only.add(dotted)
+                    else:
+                        cover, prec = (
+                            min(1.0, matched / len(qset)),
+                            min(1.0, matched / len(toks)),
+                        )
+                    score = 0.6 * cover + 0.25 * prec + static
+                    compact = _compact(dotted)
+                    if compact == qcompact:
+                        score += 0.15
+                    elif compact.startswith(qcompact):
+                        score += 0.05
+                    if parent and dotted.startswith(parent + "."):
+                        score += 0.05
+                    scores[dotted] = score
         if not scores:
             return []
-        top = sorted(scores, key=lambda i: -scores[i])[: max(30, 8 * k)]
+        top = sorted(scores, key=lambda d: -scores[d])[: max(30, 8 * k)]
         words = [t for t in raw if len(t) > 2] or raw
         ranked = []
-        for i in top:
-            dotted = self.entries[i][0]
+        for dotted in top:
             compact = _compact(dotted)
             # Evidence from the docstring: "static shift" in the summary of
             # ``emtools.ss`` is what makes the acronym match meaningful.
             doc = (self.model.doc(dotted) or "")[:400].lower()
             evidence = bool(doc) and all(w in doc for w in words)
-            if i in acronym_only and not evidence:
+            if dotted in acronym_only and not evidence:
                 continue
             final = (
-                scores[i]
+                scores[dotted]
                 + 0.15 * difflib.SequenceMatcher(None, qcompact, compact).ratio()
             )
             final += 0.1 if evidence else 0.0

@@ -321,7 +321,13 @@ class Workspace:
         model = PackageModel(self.profile.package, self.root)
         jobs = [(rel, contents[rel], self.profile, True) for rel in sorted(entries)]
         for rel, data in sorted(model_only.items()):
-            later = deferred_info(rel, data, self.profile.package, self.root)
+            later = deferred_info(
+                rel,
+                data,
+                self.profile.package,
+                self.root,
+                suggested=self.profile.should_index(rel),
+            )
             if later is not None:  # parsed when first used (model.deferred)
                 model.add_module(later)
             else:
