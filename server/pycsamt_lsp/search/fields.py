@@ -358,3 +358,27 @@ class NameField:
                 out = np.zeros(self.n_slots)
             out[hit[0]] += w
         return np.zeros(len(slots)) if out is None else out[slots]
+
+    def scores_counts(
+        self, tokens: Iterable[str], slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scores` and, at the same *slots*, how many of the unique
+        *tokens* each slot's field holds (the same loop, one more add)."""
+        out: np.ndarray | None = None
+        cnt: np.ndarray | None = None
+        for term in dict.fromkeys(tokens):
+            hit = self.postings.get(term)
+            if hit is None:
+                continue
+            w = self._weights.get(term)
+            if w is None:
+                w = self._weights[term] = self._weight(*hit)  # one dict store
+            if out is None:
+                out = np.zeros(self.n_slots)
+                cnt = np.zeros(self.n_slots)
+            out[hit[0]] += w
+            cnt[hit[0]] += 1.0  # type: ignore[index]
+        if out is None or cnt is None:
+            z = np.zeros(len(slots))
+            return z, z
+        return out[slots], cnt[slots]
