@@ -320,6 +320,74 @@ def test_fold_never_adds_a_candidate():
     assert "pkg.a.tab" not in ranked(snap, aux, "stations", only="fold")
 
 
+def _scores(snap, aux, query, on: tuple[str, ...]) -> dict[str, float]:
+    """Score per symbol with only the stages *on* (``+name`` entries too)."""
+    disable = tuple(s for s in STAGES if s not in on) + tuple(
+        f"+{s}" for s in on if s in OFF_BY_DEFAULT
+    )
+    hits, _ = search(snap, aux, PROFILE, query, k=60, disable=disable)
+    t = snap.table
+    return {t.symbols[h.slot] or t.ids[h.slot]: h.score for h in hits}
+
+
+def test_name_cover_weighs_a_name_by_the_question_words_it_holds():
+    one = chunk("pkg/cache.py", 1, "put processed item cache", symbol="pkg.cache.put")
+    two = chunk(
+        "pkg/share.py",
+        1,
+        "package results processed archive",
+        symbol="pkg.share.package_results",
+    )
+    snap, aux = index([one, two])
+    q = "put my processed results into a small shareable package"
+    plain = ranked(snap, aux, q, only="field_bm25")
+    got = _scores(snap, aux, q, ("field_bm25", "name_cover"))
+    covered = sorted(got, key=lambda x: -got[x])
+    # a one-word name holding one plain word of a long question leads
+    # without the stage; the name that holds two of its words leads with it
+    assert plain.index("pkg.cache.put") < plain.index("pkg.share.package_results")
+    assert covered.index("pkg.share.package_results") < covered.index("pkg.cache.put")
+    # a question that is the name keeps the field's full score
+    q = "package results"
+    assert _scores(snap, aux, q, ("field_bm25", "name_cover")) == pytest.approx(
+        _scores(snap, aux, q, ("field_bm25",))
+    )
+
+
+def _coded(path: str, symbol: str, doc: str, body: str) -> Chunk:
+    """A code chunk with a docstring, as the Python chunker writes one."""
+    text = f"Symbol: {symbol}\nFile: {path}\n\nDocstring:\n{doc}\n\nCode:\n{body}"
+    c = chunk(path, 1, text, symbol=symbol)
+    c.metadata["docstring"] = doc
+    return c
+
+
+def test_head_wide_lets_the_head_speak_below_the_twentieth_candidate():
+    from pycsamt_lsp.search.head import HEAD_POOL
+    from pycsamt_lsp.search.stages import HEAD_POOL_WIDE
+
+    rivals = [
+        _coded(f"pkg/r{i}.py", f"pkg.r{i}.f{i}", f"Helper {i}.", "alpha beta " * 3)
+        for i in range(HEAD_POOL + 5)
+    ]
+    target = _coded(
+        "pkg/t.py", "pkg.t.target", "Alpha beta gamma.", filler(120) + " alpha"
+    )
+    snap, aux = index([*rivals, target])
+    q = "alpha beta gamma"
+    narrow = _scores(snap, aux, q, ("field_head",))
+    wide = _scores(snap, aux, q, ("field_head", "head_wide"))
+    order = sorted(narrow, key=lambda x: -narrow[x])
+    # below the narrow pool: field_head alone gives it nothing
+    assert HEAD_POOL < order.index("pkg.t.target") < HEAD_POOL_WIDE
+    assert narrow["pkg.t.target"] == pytest.approx(
+        _scores(snap, aux, q, ())["pkg.t.target"]
+    )
+    assert wide["pkg.t.target"] > narrow["pkg.t.target"]
+    wide_order = sorted(wide, key=lambda x: -wide[x])
+    assert wide_order.index("pkg.t.target") < order.index("pkg.t.target")
+
+
 def test_stages_keep_the_seeds_confidence_score():
     snap, aux = index(
         [RECIPE, chunk("pkg/cal.py", 1, "gain", symbol="pkg.cal.fit_gain")]
@@ -344,7 +412,11 @@ GATES: dict[str, tuple[str, float]] = {
     "field_bm25": ("mrr_at_k", 0.795),  # vs 0.777
     # fold is off by default (query p50): "+fold" 0.821 vs the default 0.809
     "fold": ("mrr_at_k", 0.815),
+    # name_cover and head_wide are off by default (session 6): "+name_cover"
+    # hit@10 0.930 vs the default 0.926, "+head_wide" 0.930 vs 0.926
+    "name_cover": ("hit_at_k", 0.928),
     "field_head": ("ndcg_at_10", 0.82),  # 0.836 vs 0.797 (MRR 0.809 vs 0.764)
+    "head_wide": ("hit_at_k", 0.928),
     # inherit: no gate on this split (MRR@10 0.8093 with it, 0.8094 without;
     # hit, nDCG and wf@10 no better); its behaviour is held by fixture tests
     "module_inherit": ("mrr_at_k", 0.80),  # vs 0.794

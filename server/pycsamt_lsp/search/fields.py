@@ -33,6 +33,9 @@ __all__ = ["CODE_KINDS", "NameField", "PackedPostings", "merge_groups", "name_te
 
 CODE_KINDS = frozenset({"python_symbol", "python_method"})
 _EMPTY_SLOTS = np.zeros(0, np.int64)
+#: scores_counts: added to every posting's weight, so a sum's multiple of it
+#: counts the terms (a power of two: the multiples are exact)
+_TAG = 1024.0
 
 
 def name_text(symbol: str | None, kind: str) -> str:
@@ -358,3 +361,37 @@ class NameField:
                 out = np.zeros(self.n_slots)
             out[hit[0]] += w
         return np.zeros(len(slots)) if out is None else out[slots]
+
+    def scores_counts(
+        self, tokens: Iterable[str], slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scores` and, at the same *slots*, how many of the unique
+        *tokens* each slot's field holds (stage ``name_cover``).
+
+        One scatter per term, as :meth:`scores`: each posting adds its
+        weight plus :data:`_TAG`, so the count is the sum's whole multiple
+        of the tag (a name holds a few terms, each weighing at most
+        ``idf (k1 + 1)``, far below the tag). The scores equal
+        :meth:`scores`' up to rounding in the last bits.
+        """
+        out: np.ndarray | None = None
+        for term in dict.fromkeys(tokens):
+            hit = self.postings.get(term)
+            if hit is None:
+                continue
+            key = "\0" + term  # no term holds a NUL
+            w = self._weights.get(key)
+            if w is None:
+                base = self._weights.get(term)
+                if base is None:
+                    base = self._weights[term] = self._weight(*hit)
+                w = self._weights[key] = base + _TAG
+            if out is None:
+                out = np.zeros(self.n_slots)
+            out[hit[0]] += w
+        if out is None:
+            z = np.zeros(len(slots))
+            return z, z
+        got = out[slots]
+        m = np.floor(got / _TAG)
+        return got - m * _TAG, m

@@ -24,6 +24,15 @@ the symbol's own name counts no more than any word of its body. The stages:
     symbol counts more than the same word deep in a docstring. The field
     score is added to ``L(c)`` with weight :data:`FIELD_WEIGHT`, under the
     chunk's seed multipliers.
+``name_cover``
+    Off by default (``+name_cover``). Scales each code chunk's name-field
+    score by ``(m / n) ** NAME_COVER_POWER``: *m* of the query's *n*
+    distinct indexed words are in the chunk's name. One plain word of a
+    long question that happens to be a name part (``put``, ``far`` in
+    ``all_far_field``) then counts less than a name that spells several of
+    the question's words. Leave-one-fold-out on the tuning split raised
+    hit@10 and wf@10 on both corpora but lowered MRR@10 on two of six
+    held-out folds, so it ships off (docs/ranking.md).
 ``fold``
     The query words' other grammatical number (``points`` -> ``point``,
     ``station`` -> ``stations``), where the index knows it and the query
@@ -36,6 +45,12 @@ the symbol's own name counts no more than any word of its body. The stages:
     docstring's first sentence, scored with the body index's idf and added
     to ``L(c)`` with weight ``HEAD_WEIGHT`` under the seed multipliers, for
     the ``HEAD_POOL`` best code candidates (``search/head.py``).
+``head_wide``
+    Off by default (``+head_wide``). ``field_head`` scores the
+    :data:`HEAD_POOL_WIDE` best code candidates instead of ``HEAD_POOL``:
+    a question in plain words often matches the answer's docstring summary
+    while its body and name match less than those of 20 other symbols, so
+    with the narrow pool the head never speaks for it.
 ``inherit``
     A code chunk inherits evidence from the prose that names it: each of the
     :data:`INHERIT_TOP` best-scored recipes / doc sections passes
@@ -95,9 +110,11 @@ from pycsamt_lsp.search.head import HEAD_POOL, HEAD_WEIGHT, HeadCache, head_scor
 __all__ = [
     "FIELD_WEIGHT",
     "FOLD_WEIGHT",
+    "HEAD_POOL_WIDE",
     "INHERIT_SHARE",
     "MODULE_FACTOR",
     "MODULE_SHARE",
+    "NAME_COVER_POWER",
     "OFF_BY_DEFAULT",
     "PROSE_FACTOR",
     "STAGES",
@@ -111,8 +128,10 @@ __all__ = [
 STAGES = (
     "symbol_specific",
     "field_bm25",
+    "name_cover",
     "fold",
     "field_head",
+    "head_wide",
     "inherit",
     "module_inherit",
     "code_first",
@@ -122,8 +141,17 @@ STAGES = (
 )
 #: Stages that run only when asked for: ``disable`` holding ``"+name"``
 #: switches one on (the eval's ablation reports them so, as ``+name`` rows).
-OFF_BY_DEFAULT: frozenset[str] = frozenset({"dedup", "fold"})
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"dedup", "fold", "head_wide", "name_cover"})
 FIELD_WEIGHT = 1.0
+#: name_cover: the name-field score times (covered / query words) ** this.
+#: Session 6 (helper F), 3 folds x 2 corpora of suites/tuning: 0.25 / 0.5 /
+#: 1.0 gave all-tuning MRR@10 0.810 / 0.810 / 0.802 on the sdist and
+#: 0.819 / 0.820 / 0.816 on the checkout (default 0.809 / 0.816).
+NAME_COVER_POWER = 0.5
+#: head_wide: field_head's pool when the stage is on. Session 6 (helper F),
+#: with +fold +name_cover, 40 / 60 / 100 gave the same held-out MRR@10 and
+#: hit@10 on all six folds (wf@10 0.930 / 0.930 / 0.922 on the sdist).
+HEAD_POOL_WIDE = 40
 INHERIT_SHARE = 0.15
 #: How many prose candidates pass their evidence on.
 INHERIT_TOP = 5
@@ -138,8 +166,10 @@ STAGE_POOL = 300
 #: on the final scores)
 _RESCORE = (
     "field_bm25",
+    "name_cover",
     "fold",
     "field_head",
+    "head_wide",
     "inherit",
     "module_inherit",
     "code_first",
@@ -673,13 +703,17 @@ def _stages(
 ) -> np.ndarray:
     mult = s / base  # the seed's multipliers (a candidate has L > 0)
     if "field_bm25" in on:
-        names = st.names.scores(tokens, idx)
+        if "name_cover" in on:
+            names = _name_cover(snap, st, tokens, idx)
+        else:
+            names = st.names.scores(tokens, idx)
         if names.any():
             s = s + FIELD_WEIGHT * names * mult
     if "fold" in on:
         s = _fold(snap, st, tokens, idx, s, mult)
     if "field_head" in on:
-        s = _field_head(snap, st, tokens, idx, s, mult)
+        pool = HEAD_POOL_WIDE if "head_wide" in on else HEAD_POOL
+        s = _field_head(snap, st, tokens, idx, s, mult, pool)
     # the best module docstrings and their own symbols among the candidates,
     # found once for module_inherit and code_first
     mods = (
@@ -699,6 +733,31 @@ def _stages(
     if "code_first" in on:
         s = _code_first(query, idx, s, prose, mods, snap.table.ids)
     return s
+
+
+def _name_cover(
+    snap: Snapshot, st: StageAux, tokens: Sequence[str], idx: np.ndarray
+) -> np.ndarray:
+    """The name field's scores at *idx*, each times ``(m / n) **``
+    :data:`NAME_COVER_POWER` (stage ``name_cover``): *m* distinct query
+    words in the chunk's name, *n* the query's distinct words the body
+    index knows.
+
+    Why: BM25 over a name of one to four words gives a full score to a
+    name that holds one word of the question. On a question in plain
+    words that word is often incidental (``put`` in "put my results into
+    a package" meets ``MaxwellResultCache.put``); a name that spells
+    several of the question's words is evidence that the chunk is what was
+    asked for. A query that names the symbol (``estimate_ss_ama``) covers
+    its name's words, so it keeps its full score.
+    """
+    names, m = st.names.scores_counts(tokens, idx)
+    vocab = snap.bm25.vocab
+    n = sum(1 for t in dict.fromkeys(tokens) if vocab.get(t) is not None)
+    if n <= 1 or not names.any():
+        return names
+    # m == 0 where names == 0: the factor does not matter there
+    return names * np.power(m / n, NAME_COVER_POWER)
 
 
 #: At most this many query words' folds are kept per snapshot (then anew).
@@ -746,13 +805,15 @@ def _field_head(
     idx: np.ndarray,
     s: np.ndarray,
     mult: np.ndarray,
+    pool: int = HEAD_POOL,
 ) -> np.ndarray:
-    """*s* plus the head field's BM25 of the best :data:`HEAD_POOL` code
-    candidates (ties included), under their seed multipliers."""
+    """*s* plus the head field's BM25 of the best *pool* code candidates
+    (ties included; :data:`HEAD_POOL`, or :data:`HEAD_POOL_WIDE` with
+    stage ``head_wide``), under their seed multipliers."""
     code = np.flatnonzero(st.code[idx])
     if not len(code):
         return s
-    js = _top(code, s, HEAD_POOL)
+    js = _top(code, s, pool)
     head = head_scores(snap, st.heads, tokens, idx[js].tolist())
     if not head.any():
         return s
