@@ -16,7 +16,6 @@ import logging
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -256,12 +255,6 @@ class RankAux:
             leaf_heads=_heads(dict(self.leaf_heads), leaf_keys),
         )
 
-    @cached_property
-    def recipe_slots(self) -> np.ndarray:
-        """The recipe slots, ascending (few: the recipe boost finds them among
-        the candidates by a search, see :func:`_at`)."""
-        return self.recipe.nonzero()[0]
-
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:
         """Slots whose leaf symbol occurs in the query text.
 
@@ -295,18 +288,6 @@ class RankAux:
                         seen.add(sub)
                         found.append((sub, hit))
         return found
-
-
-def _at(idx: np.ndarray, slots: np.ndarray) -> np.ndarray:
-    """``isin(idx, slots)`` for sorted candidates *idx* and a few *slots*:
-    a search per slot instead of a gather per candidate (the same mask as
-    ``mask[idx]`` of a mask set at *slots*)."""
-    at = np.zeros(len(idx), bool)
-    if len(slots) and len(idx):
-        pos = idx.searchsorted(slots)
-        np.minimum(pos, len(idx) - 1, out=pos)  # past the end: no candidate
-        at[pos[idx[pos] == slots]] = True
-    return at
 
 
 def _whole(slots: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
@@ -412,14 +393,13 @@ def search(
     if wf and "workflow_boost" not in disable and mine is not None:
         np.multiply(s, WORKFLOW_BOOST, out=s, where=mine)
     if "recipe_boost" not in disable:
-        np.multiply(s, RECIPE_BOOST, out=s, where=_at(idx, aux.recipe_slots))
+        np.multiply(s, RECIPE_BOOST, out=s, where=aux.recipe[idx])
     if "symbol_boost" not in disable:
         matches = aux.leaf_matches(query.lower())
         if matches:
-            hits = np.concatenate([h for _, h in matches])
             mask = np.zeros(len(aux.recipe), bool)
-            mask[hits] = True
-            at = _at(idx, hits)  # mask[idx], from the few matched slots
+            mask[np.concatenate([h for _, h in matches])] = True
+            at = mask[idx]
             np.multiply(s, SYMBOL_BOOST, out=s, where=at)
             if "symbol_specific" not in disable:
                 s = symbol_specific(

@@ -606,6 +606,11 @@ def apply_stages(
     return out
 
 
+#: :func:`_kth` samples first from this many values (below, the extra numpy
+#: calls cost more than the partition they shorten)
+_SAMPLED_FROM = 1024
+
+
 def _kth(s: np.ndarray, n: int) -> float:
     """The *n*-th largest of *s* (``len(s) >= n``), by one partition.
 
@@ -614,7 +619,7 @@ def _kth(s: np.ndarray, n: int) -> float:
     the *n*-th largest is among them): two short partitions and a compare
     cost less than one over every candidate. The same value either way.
     """
-    if n > 0 and len(s) >= 16 * n:
+    if n > 0 and len(s) >= max(32 * n, _SAMPLED_FROM):
         step = int((len(s) / n) ** 0.5)  # balances the two partitions
         sample = s[::step].copy()  # at least sqrt(len(s) n) >= n values
         sample.partition(len(sample) - n)
