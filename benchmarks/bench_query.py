@@ -135,7 +135,10 @@ def _child(args: argparse.Namespace, server: Path | None, index_dir: Path) -> di
         args.disable,
         "--child",
     ]
-    got = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    got = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if got.returncode:  # e.g. a stage the revision does not know: its last line
+        last = (got.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"bench_query: error: {server or 'tree'}: {last}")
     return json.loads(got.stdout.strip().splitlines()[-1])
 
 
@@ -158,10 +161,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     root = args.root.expanduser().resolve()
+    off = tuple(x for x in args.disable.split(",") if x)
     if args.child:
-        off = tuple(x for x in args.disable.split(",") if x)
         print(json.dumps(measure(root, args.index_dir, args.reps, off)))
         return 0
+    from pycsamt_lsp.errors import QueryError
+    from pycsamt_lsp.search.retrieval import check_disable
+
+    try:  # a misspelt stage: one line, as the CLI says it (not a traceback)
+        check_disable(off)
+    except QueryError as exc:
+        ap.error(str(exc))
     with tempfile.TemporaryDirectory(prefix="bench-query-") as tmpd:
         tmp = Path(tmpd)
         base = args.index_dir or tmp / "index"

@@ -31,6 +31,7 @@ from pycsamt_lsp.search.stages import (
     OFF_BY_DEFAULT,
     STAGES,
     StageAux,
+    _kth,
     apply_stages,
     diversify,
     symbol_specific,
@@ -371,7 +372,9 @@ def search(
     else:
         wf = profile.query_workflow(query, exp_terms)
     info = {"workflow": wf, "expansion": exp_terms, "top_score": 0.0, "n_candidates": 0}
-    idx = np.flatnonzero(base > 0.0)
+    # the method, not np.flatnonzero (a Python wrapper over ravel and it:
+    # ~2 us a call, same array)
+    idx = (base > 0.0).nonzero()[0]
     if kinds:
         codes = [aux.kind_ids[x] for x in kinds if x in aux.kind_ids]
         idx = idx[np.isin(aux.kind_code[idx], codes)]
@@ -426,25 +429,27 @@ def search(
     info["n_candidates"] = len(idx)
     if depth < len(s):
         # the depth-th best score; ties at the boundary stay in the race
-        kth = np.partition(s, len(s) - depth)[len(s) - depth] if depth else np.inf
-        keep = np.flatnonzero(s >= kth)
+        # (the stages' partition: on a sample first when s is long)
+        kth = _kth(s, depth) if depth else np.inf
+        keep = (s >= kth).nonzero()[0]
     else:
         keep = np.arange(len(s))
-    order = _ranked(keep, s, idx, snap.table.ids)  # positions, best first
+    # positions, best first, and their scores
+    order, val = _ranked_values(keep, s, idx, snap.table.ids)
     slots = idx[order]
-    picked: Sequence[int] = range(min(k, len(order)))
+    got = slots.tolist()
+    picked: Sequence[int] = range(min(k, len(got)))
     if per_file:
         paths = snap.table.paths
         picked = diversify(
-            range(len(order)),
+            range(len(got)),
             # lazily: the cap usually fills k from the first few places
-            (paths[x] for x in slots.tolist()),
+            (paths[x] for x in got),
             aux.stages.prose[slots].tolist(),
             per_file,
             k,
             split="file_cap" not in disable,
         )
-    got, val = slots.tolist(), s[order].tolist()
     return [Hit(got[i], val[i]) for i in picked[:k]], info
 
 
@@ -456,13 +461,26 @@ def _ranked(
     One stable argsort; only runs of equal scores (duplicated chunks) are
     re-sorted by id in Python.
     """
+    return _ranked_values(keep, s, idx, ids)[0]
+
+
+def _ranked_values(
+    keep: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]
+) -> tuple[np.ndarray, list[float]]:
+    """:func:`_ranked` and the scores in that order (``s[order]``: a tie
+    re-sort permutes equal scores only, so the sorted scores are they)."""
     vals = s[keep]
     o = np.argsort(-vals, kind="stable")
     order = keep[o]
-    v = vals[o].tolist()
+    sv = vals[o]
+    v = sv.tolist()
+    # most rankings have no tie: one comparison of the sorted neighbours
+    # costs less than the Python scan over ~90 scores below
+    if len(v) < 2 or not (sv[1:] == sv[:-1]).any():
+        return order, v
     out: list[int] | None = None
     n, a = len(v), 0
-    while a < n - 1:  # a scan of ~90 floats beats the numpy calls finding runs
+    while a < n - 1:
         if v[a] != v[a + 1]:
             a += 1
             continue
@@ -475,7 +493,7 @@ def _ranked(
         seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
         out[a:b] = [out[x] for x in seg]
         a = b
-    return order if out is None else np.array(out, np.int64)
+    return (order if out is None else np.array(out, np.int64)), v
 
 
 _SNIPPET_SKIP = (
