@@ -78,3 +78,89 @@ def test_the_cache_leaves_attr_as_it_found_it() -> None:
         assert callable(vars(make)["compile"])
     assert "compile" not in vars(make)
     assert dict(vars(make)) == before
+
+
+SERVER_PROBE = r"""
+import gc, sys
+from pycsamt_lsp.lsp.codecache import server_imports
+with server_imports():
+    from pycsamt_lsp.lsp.server import serve
+print(gc.isenabled())
+"""
+
+
+def _server_imports(cache: Path) -> str:
+    env = dict(os.environ, PYCSAMT_LSP_CACHE=str(cache), PYCSAMT_LSP_ATTRS_CACHE="1")
+    out = subprocess.run(
+        [sys.executable, "-c", SERVER_PROBE],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def test_the_server_imports_rewrite_nothing_once_warm(tmp_path: Path) -> None:
+    """cattrs makes a frozen attrs class whose ``__hash__`` source holds a
+    per-process ``hash()``: it is marked volatile (second start), then the
+    file stays as it is (it used to be rewritten at every start)."""
+    assert _server_imports(tmp_path) == "True"  # the collector is back on
+    path = next((tmp_path / "code").glob("attrs-code-*.marshal"))
+    _server_imports(tmp_path)
+    written = path.stat().st_mtime_ns
+    _header, code, names, volatile = marshal.loads(path.read_bytes())
+    assert volatile and all(name.startswith("<attrs generated") for name in volatile)
+    assert not any(name in names for name in volatile)
+    assert len(code) == len(names) > 500
+    _server_imports(tmp_path)
+    assert path.stat().st_mtime_ns == written
+
+
+def _frame(obj: dict) -> bytes:
+    import json
+
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_a_damaged_cache_through_the_real_entry_point(tmp_path: Path) -> None:
+    """``python -m pycsamt_lsp serve`` with a damaged cache file answers
+    ``initialize`` as usual, exits 0 after shutdown/exit and writes the file
+    again, whole."""
+    import json
+
+    folder = tmp_path / "code"
+    folder.mkdir()
+    path = folder / f"attrs-code-{sys.implementation.cache_tag}.marshal"
+    path.write_bytes(marshal.dumps(("pycsamt-lsp attrs code 3", "x")) + b"\x00junk")
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}},
+        },
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    env = dict(os.environ, PYCSAMT_LSP_CACHE=str(tmp_path))
+    env.pop("PYCSAMT_LSP_ATTRS_CACHE", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "pycsamt_lsp", "serve"],
+        input=b"".join(_frame(m) for m in messages),
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    bodies = [
+        json.loads(part.split(b"\r\n\r\n", 1)[1])
+        for part in out.stdout.split(b"Content-Length: ")[1:]
+    ]
+    init = next(b for b in bodies if b.get("id") == 1)
+    assert "capabilities" in init["result"]
+    assert init["result"]["serverInfo"]["name"] == "pycsamt-lsp"
+    header, code, _names, _volatile = marshal.loads(path.read_bytes())
+    assert header[0] == "pycsamt-lsp attrs code 3" and len(code) > 500

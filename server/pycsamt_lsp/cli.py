@@ -398,8 +398,12 @@ _NO_CYCLE_COLLECTION_FOR = frozenset(
 #: the variables OpenBLAS reads for its thread count, in its order
 _BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 #: subcommands left with OpenBLAS's own default: a build may embed the
-#: corpus (``--embed minilm``: large matrix products), the server lives long
-_BLAS_DEFAULT_FOR = ("build", "serve")
+#: corpus (``--embed minilm``: large matrix products). The server runs with
+#: one thread like a query: the thread numpy's import starts spun through
+#: its warm start, 0.10-0.18 of ~0.55 CPU-s to the first answer, medians of
+#: 5 alternating runs on the sdist (issue 18), and its products are a
+#: query's (one thread as fast or faster, see below)
+_BLAS_DEFAULT_FOR = ("build",)
 
 
 def _one_blas_thread(argv: list[str]) -> None:
