@@ -18,7 +18,8 @@ It does not refuse frozen splits: it is the instrument of the one
 pre-registered frozen run (``benchmarks/dense_frozen_plan.md``). Tuning goes
 through ``dense_tune.py``, which refuses them.
 
-usage: dense_eval.py --corpus NAME=ROOT [...] --questions F [...] --out OUT.json
+usage: dense_eval.py --corpus NAME=ROOT [...] --questions F [...] [--with-bundled]
+                     --out OUT.json
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_quality import (
+    BUNDLED,
     K,
     _our_driver,
     load_records,
@@ -105,9 +107,14 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def run_corpus(name: str, root: Path, files: list[Path]) -> dict[str, Any]:
-    """Both rankings of every question on *root*; per-record and per-group figures."""
+def run_corpus(
+    name: str, root: Path, files: list[Path], *, bundled: bool = False
+) -> dict[str, Any]:
+    """Both rankings of every question on *root*; per-record and per-group
+    figures. *bundled*: the corpus's own suites too (``bundled/...``)."""
     checkout = not (root / "PKG-INFO").exists()
+    if bundled:
+        files = sorted((root / BUNDLED).glob("*.jsonl")) + list(files)
     records = load_records(files, checkout=checkout)
     queries = list(dict.fromkeys(r["query"] for r in records))
     print(f"[{name}] {len(records)} records, {len(queries)} questions", flush=True)
@@ -189,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a copy already built with `pycsamt-lsp build --embed minilm`",
     )
     ap.add_argument("--questions", type=Path, nargs="+", required=True)
+    ap.add_argument(
+        "--with-bundled", action="store_true", help="also each corpus's own suites"
+    )
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     corpora = dict(c.split("=", 1) for c in a.corpus)
@@ -199,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         "corpora": {},
     }
     for name, root in corpora.items():
-        results["corpora"][name] = run_corpus(name, Path(root), a.questions)
+        results["corpora"][name] = run_corpus(
+            name, Path(root), a.questions, bundled=a.with_bundled
+        )
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
