@@ -31,9 +31,9 @@ from pycsamt_lsp.search.stages import (
     OFF_BY_DEFAULT,
     STAGES,
     StageAux,
-    _kth,
     apply_stages,
     diversify,
+    kth_largest,
     symbol_specific,
 )
 
@@ -430,7 +430,7 @@ def search(
     if depth < len(s):
         # the depth-th best score; ties at the boundary stay in the race
         # (the stages' partition: on a sample first when s is long)
-        kth = _kth(s, depth) if depth else np.inf
+        kth = kth_largest(s, depth) if depth else np.inf
         keep = (s >= kth).nonzero()[0]
     else:
         keep = np.arange(len(s))

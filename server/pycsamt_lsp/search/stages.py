@@ -636,12 +636,12 @@ def apply_stages(
     return out
 
 
-#: :func:`_kth` samples first from this many values (below, the extra numpy
+#: :func:`kth_largest` samples first from this many values (below, the extra numpy
 #: calls cost more than the partition they shorten)
 _SAMPLED_FROM = 1024
 
 
-def _kth(s: np.ndarray, n: int) -> float:
+def kth_largest(s: np.ndarray, n: int) -> float:
     """The *n*-th largest of *s* (``len(s) >= n``), by one partition.
 
     On a long *s* the partition runs on the values at or above the *n*-th
@@ -671,7 +671,7 @@ def _keep_one(
     if len(s) <= KEEP_DEPTH:
         return s
     out = s
-    kth = _kth(s, KEEP_DEPTH)
+    kth = kth_largest(s, KEEP_DEPTH)
     for mine in masks:
         if mine is None or not mine.any() or out[mine].max() >= kth:
             continue
@@ -679,7 +679,7 @@ def _keep_one(
         if out is s:
             out = s.copy()
         out[j] = kth * (1.0 + 1e-9)
-        kth = _kth(out, KEEP_DEPTH)
+        kth = kth_largest(out, KEEP_DEPTH)
     return out
 
 
@@ -698,7 +698,7 @@ def _rescore(
     pool = max(STAGE_POOL, depth)
     pf = PROSE_FACTOR
     if len(idx) > pool:
-        top = (s >= _kth(s, pool)).nonzero()[0]  # sorted, ties included
+        top = (s >= kth_largest(s, pool)).nonzero()[0]  # sorted, ties included
         out = s.copy()
         if "code_first" in on:  # s * where(prose, pf, 1.0): the same numbers
             np.multiply(out, pf, out=out, where=prose)
@@ -869,7 +869,7 @@ def _top(js: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
     if len(js) <= n:
         return js
     v = s[js]
-    return js[v >= _kth(v, n)]
+    return js[v >= kth_largest(v, n)]
 
 
 def _best(js: np.ndarray, s: np.ndarray, idx: np.ndarray, ids: Sequence[str]) -> int:
