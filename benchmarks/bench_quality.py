@@ -35,6 +35,16 @@ StaticShiftAgent``). Chunks without a symbol (recipes, doc sections) never
 match; a method never matches its class. Both engines expose ``symbol`` per
 chunk (``null`` for prose), so no label or title parsing is involved.
 
+``--disable A,+B`` (repeatable; the frozen plan's R1 / R2,
+benchmarks/ranking_frozen_plan.md) ranks ours once more per spec with those
+BM25 ranking stages off (``+name``: an opt-in stage on), through the same
+``pycsamt.query`` command call in one process with its ``disable`` field set,
+and reports per suite, ``ALL`` and ``test/POOLED`` (every frozen split) the
+pass's MRR@10, hit@10, nDCG@10 (``dense_eval``'s) and wf@10 beside the
+default's, with pass - default and its paired bootstrap 95% CI
+(:func:`paired_ci`: 2,000 resamples, seed 0); JSON: ``disable_default`` and
+``disable_variants`` per corpus. A misspelt stage is refused at once.
+
 ``--routing FILE`` scores intent / workflow / line accuracy on records with
 ``expected_intent`` / ``expected_workflow`` / ``expected_line`` for the
 reference (its own harness: ``IntentRouter`` offline, its subject-workflow
@@ -120,6 +130,8 @@ for q in p["queries"]:
         item = {"hits": res["results"], "retrieval": res.get("retrieval")}
     else:
         args = {"query": q, "k": p["k"], **({"dense": True} if p.get("dense") else {})}
+        if p.get("disable"):  # a ranking ablation: the command's own field
+            args["disable"] = p["disable"]
         res = run_command("pycsamt.query", ws, args)
         item = {"hits": res["results"], "retrieval": res.get("retrieval")}
         if res.get("dense_error"):
@@ -297,12 +309,16 @@ def _our_driver(
     mode: str = "query",
     dense: bool = False,
     dense_disable: list[str] | None = None,
+    disable: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run :data:`OUR_DRIVER` in a child of this interpreter; its JSON result.
 
     *dense_disable*: fused with ``dense_query(disable=...)`` (fusion and
     ranking stage names, ``+name`` on) instead of the ``pycsamt.query``
-    command, which has no such field.
+    command, which has no fusion-stage field. *disable*: BM25 ranking
+    stages off (``+name`` on), passed as the ``pycsamt.query`` command's
+    own ``disable`` field, so the pass is the default's call with one
+    argument more.
     """
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
@@ -314,6 +330,7 @@ def _our_driver(
             "mode": mode,
             "dense": dense,
             "dense_disable": dense_disable or [],
+            "disable": disable or [],
         }
         res = run_measured(
             [sys.executable, "-c", OUR_DRIVER],
@@ -466,6 +483,8 @@ def bench_corpus(
             for o, r in zip(o_scored, r_scored, strict=True)
         ],
     }
+    if a.disable:
+        res.update(disable_passes(ours_copy, records, queries, o_hits, a.disable))
     if a.dense:
         seed = (a.vectors_from or {}).get(name)
         if seed is not None:  # reuse vectors of unchanged texts (same model/recipe)
@@ -530,6 +549,179 @@ def bench_corpus(
         mine = ours_decider(ours_copy, routing) if routing else None
         res["routing"]["ours"] = routing_by_suite(routing, mine) if mine else None
     return res
+
+
+# -- ranking-stage passes (--disable) ----------------------------------------------
+
+#: what a ``--disable`` pass reports, as (name, per-record key); nDCG@10 is
+#: dense_eval's (binary gains, the same symbol matching as MRR@10)
+VARIANT_METRICS = (
+    ("mrr@10", "rr"),
+    ("hit@10", "hit"),
+    ("ndcg@10", "ndcg"),
+    ("wf@10", "wf_in_top"),
+)
+POOLED = "test/POOLED"
+
+
+def split_spec(spec: str) -> list[str]:
+    """``"a,+b,"`` -> ``["a", "+b"]`` (empty names dropped)."""
+    return [x.strip() for x in spec.split(",") if x.strip()]
+
+
+def variant_scores(
+    records: list[dict[str, Any]], hits: Mapping[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """:func:`score_record` per record plus ``ndcg`` (records with symbols),
+    ``hit`` as a float, so every metric of :data:`VARIANT_METRICS` is a mean."""
+    from dense_eval import ndcg_at_10  # it imports this module
+
+    out = []
+    for rec in records:
+        h = hits[rec["query"]]
+        s = score_record(rec, h)
+        if "rr" in s:
+            s["ndcg"] = ndcg_at_10(h, rec["expected_symbols"])
+            s["hit"] = float(s["hit"])
+        out.append(s)
+    return out
+
+
+def _groups(scored: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Record positions per suite, ``ALL`` and ``test/POOLED`` (every frozen
+    split together: the sample of the frozen plan's rule 1)."""
+    out: dict[str, list[int]] = {}
+    for i, s in enumerate(scored):
+        suite = s["suite"] or "?"
+        out.setdefault(suite, []).append(i)
+        if suite.startswith("test/"):
+            out.setdefault(POOLED, []).append(i)
+    out = dict(sorted(out.items()))
+    out["ALL"] = list(range(len(scored)))
+    return out
+
+
+def variant_summary(scored: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per group of :func:`_groups`: n, n_symbols, n_workflow and the mean of
+    every :data:`VARIANT_METRICS` over the records that carry it."""
+    out = {}
+    for name, idx in _groups(scored).items():
+        rows = [scored[i] for i in idx]
+        agg: dict[str, Any] = {
+            "n": len(rows),
+            "n_symbols": sum(1 for r in rows if "rr" in r),
+            "n_workflow": sum(1 for r in rows if "wf_in_top" in r),
+        }
+        for m, key in VARIANT_METRICS:
+            vals = [float(r[key]) for r in rows if key in r]
+            agg[m] = sum(vals) / len(vals) if vals else None
+        out[name] = agg
+    return out
+
+
+def variant_ci(
+    base: list[dict[str, Any]], alt: list[dict[str, Any]]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per group of :func:`_groups` and metric: ``alt - base`` per question,
+    its mean and paired bootstrap 95% CI (:func:`paired_ci`, 2,000
+    resamples, seed 0); metrics no record of the group carries are left out."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, idx in _groups(base).items():
+        cis = {}
+        for m, key in VARIANT_METRICS:
+            diffs = [
+                float(alt[i][key]) - float(base[i][key])
+                for i in idx
+                if key in base[i] and key in alt[i]
+            ]
+            if diffs:
+                cis[m] = paired_ci(diffs)
+        if cis:
+            out[name] = cis
+    return out
+
+
+def disable_passes(
+    root: Path,
+    records: list[dict[str, Any]],
+    queries: list[str],
+    default_hits: Mapping[str, list[dict[str, Any]]],
+    specs: list[str],
+) -> dict[str, Any]:
+    """One ranking of every question per ``--disable`` spec, each against the
+    default (*default_hits*, ours as ranked above), on the built copy *root*.
+
+    Each pass is the default's engine call, ``pycsamt.query`` in one process
+    (:data:`OUR_DRIVER`), with the command's ``disable`` field set: the named
+    BM25 ranking stages off, ``+name`` ones on. Returns ``disable_default``
+    (the default's figures with nDCG@10) and ``disable_variants`` (per spec:
+    figures, paired CIs against the default, per-record figures, p50).
+    """
+    base = variant_scores(records, default_hits)
+    variants: dict[str, Any] = {}
+    for spec in specs:
+        names = split_spec(spec)
+        print(f"  ranking with disable={spec} ...", flush=True)
+        out = _our_driver(root, queries, disable=names)
+        hits = {r["query"]: r["hits"] for r in out["results"]}
+        alt = variant_scores(records, hits)
+        variants[spec] = {
+            "disable": names,
+            "by_suite": variant_summary(alt),
+            "ci": variant_ci(base, alt),
+            "query_ms_p50": 1000
+            * statistics.median(r["seconds"] for r in out["results"]),
+            "records": [
+                {"query": x["query"], "suite": x["suite"]}
+                | {key: x.get(key) for _, key in VARIANT_METRICS}
+                for x in alt
+            ],
+        }
+    return {
+        "disable_default": {
+            "by_suite": variant_summary(base),
+            "records": [
+                {"query": x["query"], "suite": x["suite"]}
+                | {key: x.get(key) for _, key in VARIANT_METRICS}
+                for x in base
+            ],
+        },
+        "disable_variants": variants,
+    }
+
+
+def disable_table(results: dict[str, Any]) -> str:
+    """Per corpus, pass and suite: the default's and the pass's means, and
+    pass - default with its paired bootstrap 95% CI (better / worse counts)."""
+    head = (
+        f"{'corpus':<14}{'disable':<32}{'suite':<22}{'n':>5}  {'metric':<9}"
+        f"{'default':>8}{'pass':>8}{'diff':>8}  {'95% CI':<18}{'b/w':>8}"
+    )
+    rows = [head, "-" * len(head)]
+    for cname, res in results["corpora"].items():
+        base = res.get("disable_default", {}).get("by_suite", {})
+        for spec, var in res.get("disable_variants", {}).items():
+            label = spec
+            for suite, cis in var["ci"].items():
+                b, v = base.get(suite, {}), var["by_suite"].get(suite, {})
+                slabel = suite
+                for m, _ in VARIANT_METRICS:
+                    c = cis.get(m)
+                    if c is None:
+                        continue
+                    rows.append(
+                        f"{cname:<14}{label:<32}{slabel:<22}{c['n']:>5}  {m:<9}"
+                        f"{_f(b.get(m)):>8}{_f(v.get(m)):>8}{c['mean']:>+8.3f}  "
+                        f"{'[' + format(c['lo'], '+.3f') + ', ' + format(c['hi'], '+.3f') + ']':<18}"
+                        f"{str(c['better']) + '/' + str(c['worse']):>8}"
+                    )
+                    cname = label = slabel = ""
+            rows.append(
+                f"{'':<14}{'':<32}query p50 ms {var['query_ms_p50']:.2f} "
+                "(in process, after the default's pass: not a latency "
+                "comparison, bench_query is)"
+            )
+    return "\n".join(rows)
 
 
 def paired_ci(
@@ -756,6 +948,16 @@ def main(argv: list[str] | None = None) -> int:
         "repeatable, one pass each, with its paired CI against BM25",
     )
     ap.add_argument(
+        "--disable",
+        action="append",
+        metavar="A,+B",
+        help="also rank ours with these BM25 ranking stages off (+name: an "
+        "opt-in stage on), e.g. +fold,+name_cover,+head_wide, through the same "
+        "pycsamt.query call as the default (in process, also with --via-cli); "
+        "repeatable, one pass each, with MRR@10 / hit@10 / nDCG@10 / wf@10 "
+        "per suite and paired CIs against the default",
+    )
+    ap.add_argument(
         "--no-routing",
         action="store_true",
         help="skip the routing pass (the suites/**/routing_*.jsonl default), "
@@ -776,6 +978,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         except ValueError as exc:
             ap.error(f"--dense-disable {spec}: {exc}")
+    for spec in a.disable or []:  # a misspelt stage: refused now, not hours in
+        from pycsamt_lsp.search.retrieval import check_disable
+
+        try:
+            if not split_spec(spec):
+                raise ValueError("no stage named")
+            check_disable(split_spec(spec))
+        except ValueError as exc:
+            ap.error(f"--disable {spec}: {exc}")
     a.vectors_from = dict(v.split("=", 1) for v in a.vectors_from or [])
     if a.no_routing:
         a.routing = None
@@ -804,6 +1015,9 @@ def main(argv: list[str] | None = None) -> int:
     g = results["git"]
     print(f"commit {g['commit']}, {g['server_dirty_files']} uncommitted server file(s)")
     print(table(results))
+    if a.disable:
+        print()
+        print(disable_table(results))
     if a.dense:
         print()
         print(dense_table(results))
