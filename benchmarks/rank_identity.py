@@ -12,7 +12,15 @@ returned chunks and their scores, for:
 
 * the full engine and each ranking component switched off in turn, plus the
   seed alone (every stage off), at ``k=10`` with the per-file cap of a query;
+* the opt-in stages switched on together (:data:`OPT_IN`, the frozen plan's
+  R1: ``+fold,+name_cover,+head_wide``);
 * the full engine at ``k=50`` (the dense fusion pool);
+
+Each side's own stage names decide what it can run (:func:`configs`): a
+configuration that names a stage one revision lacks (``-name_cover``
+against a revision before it) is skipped and listed as such, and "seed"
+switches off every stage each side has, so ``--against`` an older revision
+compares what both know instead of stopping at the first new name.
 
 and, with ``--update N``, the same after re-saving ``N`` files with an
 appended function through ``Workspace.refresh``: the incrementally extended
@@ -161,26 +169,74 @@ def ranker(
     return rank
 
 
-def configs(components: tuple[str, ...], stages: tuple[str, ...]) -> list[tuple]:
-    out: list[tuple[str, dict[str, Any]]] = [("full", {"k": 10, "per_file": 2})]
-    out += [(f"-{c}", {"k": 10, "per_file": 2, "disable": (c,)}) for c in components]
-    out.append(("seed", {"k": 10, "per_file": 2, "disable": stages}))
-    out.append(("full k=50", {"k": 50, "per_file": 2}))
-    out.append(("full k=10 no cap", {"k": 10}))
-    return out
+#: opt-in stages compared switched on together (each ``+name``), when both
+#: sides know them: session 6's three, the frozen plan's R1
+OPT_IN: tuple[tuple[str, ...], ...] = (("+fold", "+name_cover", "+head_wide"),)
+
+#: ``(name, keyword arguments of the old side's search, of the new side's)``
+Config = tuple[str, dict[str, Any], dict[str, Any]]
+
+
+def accepts(mod: ModuleType, names: tuple[str, ...]) -> bool:
+    """Whether retrieval module *mod* (of some revision) knows every name of
+    a ``disable`` (``+name`` included): its own ``check_disable`` says so,
+    else (a revision before it) plain names of its ``COMPONENTS``."""
+    check = getattr(mod, "check_disable", None)
+    if check is not None:
+        try:
+            check(list(names))
+        except ValueError:  # QueryError is one
+            return False
+        return True
+    known = set(getattr(mod, "COMPONENTS", ()))
+    return all(n in known for n in names)
+
+
+def configs(old: ModuleType, new: ModuleType) -> tuple[list[Config], list[str]]:
+    """The configurations both revisions' ranking code can run, and the
+    names of those skipped because one side does not know a stage in them.
+
+    The components switched off one at a time are the new side's (then the
+    old side's it lacks), each kept only if both accept it; "seed" is every
+    stage of each side off (each side's own list: the seed's ranking on
+    both); :data:`OPT_IN` on together where both know the stages.
+    """
+    base = {"k": 10, "per_file": 2}
+    out: list[Config] = [("full", base, base)]
+    skipped: list[str] = []
+    names = dict.fromkeys((*new.COMPONENTS, *getattr(old, "COMPONENTS", ())))
+    groups: list[tuple[str, tuple[str, ...]]] = [(f"-{c}", (c,)) for c in names]
+    groups += [(",".join(g), g) for g in OPT_IN]
+    for label, disable in groups:
+        if accepts(old, disable) and accepts(new, disable):
+            kw = {**base, "disable": disable}
+            out.append((label, kw, kw))
+        else:
+            skipped.append(label)
+    out.append(
+        (
+            "seed",
+            {**base, "disable": tuple(getattr(old, "STAGES", ()))},
+            {**base, "disable": tuple(new.STAGES)},
+        )
+    )
+    k50 = {"k": 50, "per_file": 2}
+    out.append(("full k=50", k50, k50))
+    out.append(("full k=10 no cap", {"k": 10}, {"k": 10}))
+    return out, skipped
 
 
 def compare(
-    a: Ranker, b: Ranker, qs: list[tuple[str, str]], cfgs: list[tuple]
+    a: Ranker, b: Ranker, qs: list[tuple[str, str]], cfgs: list[Config]
 ) -> tuple[int, int, float, list[str]]:
     """``(rankings, differing id lists, max |score diff|, examples)``."""
     n = bad = 0
     worst = 0.0
     examples: list[str] = []
-    for cname, kw in cfgs:
+    for cname, kw_a, kw_b in cfgs:
         bad_here = 0
         for suite, q in qs:
-            ra, rb = a(q, kw), b(q, kw)
+            ra, rb = a(q, kw_a), b(q, kw_b)
             n += 1
             if [x for x, _ in ra] != [x for x, _ in rb]:
                 bad += 1
@@ -200,31 +256,38 @@ def latency(
     b: Ranker,
     qs: list[tuple[str, str]],
     reps: int,
-    stages: tuple,
+    stages: tuple[tuple[str, ...], tuple[str, ...]],
     off: tuple[str, ...] = (),
 ) -> list[str]:
     """Same-process A/B of the query path (old *a*, new *b*), alternating
-    which goes first per query; p50/p95 of ``search`` alone, ms. *off*: a
-    row of the full engine with those components off too."""
+    which goes first per query; p50/p95 of ``search`` alone, ms. *stages*:
+    each side's own stage names (the seed alone row); *off*: a row of the
+    full engine with those components off too."""
     import statistics
     import time
 
-    rows: list[tuple[str, dict[str, Any]]] = [("full engine", {"k": 10, "per_file": 2})]
+    full = {"k": 10, "per_file": 2}
+    rows: list[Config] = [("full engine", full, full)]
     if off:
-        rows.append(
-            (f"full -{',-'.join(off)}", {"k": 10, "per_file": 2, "disable": off})
+        kw = {**full, "disable": off}
+        rows.append((f"full -{',-'.join(off)}", kw, kw))
+    rows.append(
+        (
+            "seed alone",
+            {**full, "disable": stages[0]},
+            {**full, "disable": stages[1]},
         )
-    rows.append(("seed alone", {"k": 10, "per_file": 2, "disable": stages}))
+    )
     lines = []
-    for name, kw in rows:
+    for name, kw_a, kw_b in rows:
         for _, q in qs[:50]:
-            a(q, kw), b(q, kw)
+            a(q, kw_a), b(q, kw_b)
         ta: list[float] = []
         tb: list[float] = []
         for r in range(reps):
             for i, (_, q) in enumerate(qs):
-                pair = ((a, ta), (b, tb)) if (i + r) % 2 else ((b, tb), (a, ta))
-                for fn, acc in pair:
+                sa, sb = (a, ta, kw_a), (b, tb, kw_b)
+                for fn, acc, kw in (sa, sb) if (i + r) % 2 else (sb, sa):
                     t0 = time.perf_counter()
                     fn(q, kw)
                     acc.append(time.perf_counter() - t0)
@@ -278,17 +341,18 @@ def main(argv: list[str] | None = None) -> int:
         ws.open(persist=True)
         qs = corpus_queries(copy) + queries()
         old = old_search(args.against, tmp / "old")
-        cfgs = configs(new_retrieval.COMPONENTS, new_retrieval.STAGES)
         snap = ws.snapshot
         assert snap is not None
         snap_old = old_bm25(args.against, tmp / "old", snap)
         a = ranker(old, ws, old.RankAux.of(snap_old), snap_old)
+        new: ModuleType = new_retrieval
         if args.new:
             new = old_search(args.new, tmp / "new")
             snap_new = old_bm25(args.new, tmp / "new", snap)
             b = ranker(new, ws, new.RankAux.of(snap_new), snap_new)
         else:
             b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
+        cfgs, skipped = configs(old, new)
         n, bad, worst, ex = compare(a, b, qs, cfgs)
         side = args.new or "working tree"
         print(
@@ -296,12 +360,18 @@ def main(argv: list[str] | None = None) -> int:
             f"configurations: {n} rankings, {bad} differ; "
             f"max relative score difference {worst:.2e}"
         )
+        if skipped:
+            print(
+                f"  skipped ({len(skipped)}, a stage one side does not know): "
+                + "; ".join(skipped)
+            )
         for e in ex:
             print("  differs:", e)
         status |= bad > 0
         if args.latency:
             off = tuple(x for x in args.latency_disable.split(",") if x)
-            for line in latency(a, b, qs, args.latency, new_retrieval.STAGES, off):
+            stages = (tuple(getattr(old, "STAGES", ())), tuple(new.STAGES))
+            for line in latency(a, b, qs, args.latency, stages, off):
                 print(line)
         if args.update:
             rels = sorted(r for r in snap.files if r.endswith(".py"))
@@ -317,7 +387,9 @@ def main(argv: list[str] | None = None) -> int:
             pub = ws.require_published()
             inc = ranker(new_retrieval, ws, pub.aux)
             full = ranker(new_retrieval, ws, Published.of(pub.snapshot).aux)
-            n, bad, worst, ex = compare(inc, full, qs, cfgs)
+            n, bad, worst, ex = compare(
+                inc, full, qs, configs(new_retrieval, new_retrieval)[0]
+            )
             print(
                 f"after {args.update} saves, incremental vs from-scratch ranking "
                 f"arrays: {n} rankings, {bad} differ; max relative score "

@@ -94,6 +94,11 @@ class _SuggestIndex:
     paths, a penalty per nesting level, and a character ratio for the final
     order of the shortlist.
 
+    Equal scores are ordered by dotted name, both where the shortlist is cut
+    and in the final order, so a typo gets the same suggestions in every
+    process: the order names are first met follows a set of tokens, i.e.
+    ``PYTHONHASHSEED`` (tests/test_suggest_hashseed.py).
+
     A module the model's ``suggest_demote`` predicate demotes (the server's:
     a module the index leaves out, UI glue and the package's own RAG
     internals) is ranked last by its module name, and its names are left out
@@ -210,7 +215,9 @@ class _SuggestIndex:
             lookup.add(acronym)
         scores: dict[str, float] = {}  # by dotted: one entry a name in all tables
         acronym_only: set[str] = set()
-        for t in lookup:
+        # sorted, not set order: which table's entry scores a name listed in
+        # two (a left-out module's own table) must not depend on the hash seed
+        for t in sorted(lookup):
             for tb in tables:
                 for i in tb.by_token.get(t, ()):
                     dotted, toks, is_module, static = tb.entries[i]
@@ -244,7 +251,11 @@ class _SuggestIndex:
                     scores[dotted] = score
         if not scores:
             return []
-        top = sorted(scores, key=lambda d: -scores[d])[: max(30, 8 * k)]
+        # ties broken by name: the shortlist's cut used to fall among equal
+        # scores in the order the names were first met, i.e. the set order
+        # of ``lookup``, so the same typo got other suggestions in another
+        # process (PYTHONHASHSEED)
+        top = sorted(scores, key=lambda d: (-scores[d], d))[: max(30, 8 * k)]
         words = [t for t in raw if len(t) > 2] or raw
         ranked = []
         for dotted in top:
