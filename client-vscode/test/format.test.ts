@@ -57,6 +57,12 @@ describe('command arguments: one JSON object each', () => {
     assert.deepEqual(queryArgs('  static shift  ', 10), { query: 'static shift', k: 10 });
     assert.deepEqual(askArgs('How to correct static shift?', 5), { question: 'How to correct static shift?', k: 5 });
     assert.deepEqual(searchSourceArgs('estimate_ss_ama', true), { query: 'estimate_ss_ama', includeTests: true });
+  });
+  it('keeps Ask inside the server\'s k range whatever resultCount says', () => {
+    assert.deepEqual(askArgs('q', 200), { question: 'q', k: 50 });
+    assert.deepEqual(askArgs('q', 51), { question: 'q', k: 50 });
+    assert.deepEqual(askArgs('q', 50), { question: 'q', k: 50 });
+    assert.deepEqual(askArgs('q', 0), { question: 'q', k: 1 });
     assert.deepEqual(validateArgs('from pycsamt import static_shift\n'), { code: 'from pycsamt import static_shift\n' });
   });
 });

@@ -20,8 +20,11 @@ import type {
 export function queryArgs(query: string, k: number): { query: string; k: number } {
   return { query: query.trim(), k };
 }
+/** The server's range for `pycsamt.ask`'s `k` (evidence chunks): `resultCount` goes up to 200. */
+export const ASK_MAX_K = 50;
+/** Ask's arguments; `k` is clamped to the server's 1-50 so a large `resultCount` cannot fail every Ask. */
 export function askArgs(question: string, k: number): { question: string; k: number } {
-  return { question: question.trim(), k };
+  return { question: question.trim(), k: Math.max(1, Math.min(ASK_MAX_K, Math.trunc(k))) };
 }
 export function searchSourceArgs(query: string, includeTests: boolean): { query: string; includeTests: boolean } {
   return { query: query.trim(), includeTests };
