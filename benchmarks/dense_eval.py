@@ -108,10 +108,17 @@ def sha256(path: Path) -> str:
 
 
 def run_corpus(
-    name: str, root: Path, files: list[Path], *, bundled: bool = False
+    name: str,
+    root: Path,
+    files: list[Path],
+    *,
+    bundled: bool = False,
+    dense_disable: list[str] | None = None,
 ) -> dict[str, Any]:
     """Both rankings of every question on *root*; per-record and per-group
-    figures. *bundled*: the corpus's own suites too (``bundled/...``)."""
+    figures. *bundled*: the corpus's own suites too (``bundled/...``).
+    *dense_disable*: fusion (and ranking) stage names for the fused side,
+    ``dense_query(disable=...)`` (``+name`` switches one on)."""
     checkout = not (root / "PKG-INFO").exists()
     if bundled:
         files = sorted((root / BUNDLED).glob("*.jsonl")) + list(files)
@@ -120,7 +127,7 @@ def run_corpus(
     print(f"[{name}] {len(records)} records, {len(queries)} questions", flush=True)
     t0 = time.perf_counter()
     bm = _our_driver(root, queries)
-    fu = _our_driver(root, queries, dense=True)
+    fu = _our_driver(root, queries, dense=True, dense_disable=dense_disable)
     paths = {r.get("retrieval") for r in fu["results"]}
     if paths != {"dense+bm25"}:
         errs = {r.get("dense_error") for r in fu["results"]} - {None}
@@ -200,17 +207,30 @@ def main(argv: list[str] | None = None) -> int:
         "--with-bundled", action="store_true", help="also each corpus's own suites"
     )
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument(
+        "--dense-disable",
+        default="",
+        metavar="NAMES",
+        help="comma-separated stages for the fused side (+name: on), e.g. "
+        "+first_page,+dense_no_docs",
+    )
     a = ap.parse_args(argv)
+    disable = [n for n in a.dense_disable.split(",") if n]
     corpora = dict(c.split("=", 1) for c in a.corpus)
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git": git_state(),
         "questions": {str(f): sha256(f) for f in a.questions},
+        "dense_disable": disable,
         "corpora": {},
     }
     for name, root in corpora.items():
         results["corpora"][name] = run_corpus(
-            name, Path(root), a.questions, bundled=a.with_bundled
+            name,
+            Path(root),
+            a.questions,
+            bundled=a.with_bundled,
+            dense_disable=disable or None,
         )
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -261,6 +261,8 @@ def fused(
     gate: Callable[[Q], bool] | None = None,
     code_only: bool = False,
     keep_top: int = 0,
+    dense_skip: tuple[str, ...] = (),
+    tie_top: int = 0,
 ) -> list[dict[str, Any]]:
     """Top 10 of BM25 fused with the dense list, under a variant's knobs."""
     if gate is not None and not gate(qq):
@@ -271,10 +273,15 @@ def fused(
     mask = None
     if code_only:
         mask = np.isin(lane.kinds, ["python_symbol", "python_method", "module_doc"])
+    if dense_skip:  # session 7: kinds the dense list leaves to BM25
+        skip = ~np.isin(lane.kinds, list(dense_skip))
+        mask = skip if mask is None else mask & skip
     dl = lane.dense_list(q, depth, mask)
     f = rrf_fuse([bm, dl]) if weight == 1.0 else wrrf([(bm, 1.0), (dl, weight)])
     by = {h["id"]: h for h in qq.pool}
     head = bm[:keep_top]
+    if tie_top and not head and bm:  # rank 1 goes to the best-fused of BM25's top few
+        head = [max(bm[:tie_top], key=lambda c: (f.get(c, 0.0), -bm.index(c)))]
     order = head + [c for c in fused_order(f) if c not in head]
     return [by.get(c) or lane.meta[c] for c in order[:10]]
 
@@ -355,6 +362,55 @@ def variants(qv: QueryVectors) -> dict[str, Variant]:
         prf=0.0,
         qvec=qv.get(split_identifiers(qq.rec["query"])),
     )
+    # session 7: the dense list without prose kinds (the checkout's doc
+    # sections were 44% of its dense top 10s, the sdist's 1%)
+    for name, skip in (
+        ("nodoc", ("doc_section",)),
+        ("code", ("doc_section", "recipe")),
+    ):
+        for r in (1.05,):
+            v[f"keepm{r:g}_d10_{name}"] = lambda lane, qq, r=r, skip=skip: fused(
+                lane,
+                qq,
+                keep_top=1 if margin(qq) >= r else 0,
+                depth=10,
+                prf=0.0,
+                dense_skip=skip,
+            )
+            for bmd in (10, 15, 20, 30):
+                v[f"keepm{r:g}_d10_{name}_bm{bmd}"] = (
+                    lambda lane, qq, r=r, skip=skip, bmd=bmd: fused(
+                        lane,
+                        qq,
+                        keep_top=1 if margin(qq) >= r else 0,
+                        depth=10,
+                        prf=0.0,
+                        dense_skip=skip,
+                        bm_depth=bmd,
+                    )
+                )
+    # session 7: on a near tie, the dense vote picks rank 1 among BM25's
+    # tied first results only (not any chunk both lists rank somewhere)
+    for tt in (2, 3, 5, 10):
+        for name, skip in (("", ()), ("_nodoc", ("doc_section",))):
+            v[f"tie{tt}m1.05_d10{name}"] = lambda lane, qq, tt=tt, skip=skip: fused(
+                lane,
+                qq,
+                keep_top=1 if margin(qq) >= 1.05 else 0,
+                tie_top=tt,
+                depth=10,
+                prf=0.0,
+                dense_skip=skip,
+            )
+    for bmd in (10, 15, 20, 30):
+        v[f"keepm1.05_d10_bm{bmd}"] = lambda lane, qq, bmd=bmd: fused(
+            lane,
+            qq,
+            keep_top=1 if margin(qq) >= 1.05 else 0,
+            depth=10,
+            prf=0.0,
+            bm_depth=bmd,
+        )
     for d in (20, 30, 50):
         v[f"keep1_d{d}_prf0"] = lambda lane, qq, d=d: fused(
             lane, qq, keep_top=1, depth=d, prf=0.0
@@ -409,6 +465,18 @@ def check(ws: Workspace, lane: Lane, qs: list[Q]) -> int:
                 prf=0.0,
             ),
             (),
+        ),
+        (  # session 7's candidate: first_page + dense_no_docs
+            lambda qq: fused(
+                lane,
+                qq,
+                keep_top=1 if margin(qq) >= FIRST_MARGIN else 0,
+                tie_top=10,
+                depth=10,
+                prf=0.0,
+                dense_skip=("doc_section",),
+            ),
+            ("+first_page", "+dense_no_docs"),
         ),
     )
     for qq in qs:

@@ -485,7 +485,10 @@ def test_default_fusion_keeps_bm25_first_and_fuses_the_dense_top_k(hashed_ws):
     assert scores[0] == pytest.approx(max(expected.values()), abs=1e-6)
     # first_margin refines bm25_first: without it, it is not reported
     assert fusion_stages(("bm25_first",)) == {"dense_depth"}
-    assert fusion_stages(("+prf", "field_head")) == set(FUSION_STAGES)
+    off = {"prf", "first_page", "dense_no_docs"}
+    assert off == FUSION_OFF_BY_DEFAULT
+    assert fusion_stages(("+prf", "field_head")) == set(FUSION_STAGES) - (off - {"prf"})
+    assert fusion_stages(tuple(f"+{x}" for x in off)) == set(FUSION_STAGES)
 
 
 #: a fixture query whose two best BM25 scores are within 5% (ratio 1.0005;
@@ -532,6 +535,62 @@ def test_each_fusion_stage_changes_a_first_page(hashed_ws):
         if name == "bm25_first":  # off: BM25's first hit is demoted by RRF
             bm1 = ws.query(q, 1)["results"][0]["id"]
             assert on["results"][0]["id"] == bm1 != off["results"][0]["id"]
+
+
+def test_first_page_breaks_a_near_tie_among_bm25s_first_page(hashed_ws):
+    """On a near tie, rank 1 goes to the best-fused result of BM25's top k
+    (ties: BM25's order), never to a chunk BM25 ranks below its first page;
+    the rest is RRF's order. With k = 1 that is BM25's first result."""
+    ws = hashed_ws
+    on = ("+first_page",)
+    bm_ids, expected, order = _by_hand(ws, 1, prf=0.0, dense_n=1, q=NEAR_TIE)
+    plain = dense_query(ws, NEAR_TIE, 1)
+    assert plain["results"][0]["id"] == order[0] != bm_ids[0]
+    res = dense_query(ws, NEAR_TIE, 1, disable=on)
+    assert "first_page" in res["fusion_stages"]
+    assert [r["id"] for r in res["results"]] == [bm_ids[0]]  # the stage acts
+    assert res["results"][0]["score"] == pytest.approx(expected[order[0]], abs=1e-6)
+    for k in (2, 3):
+        bm_ids, expected, order = _by_hand(ws, k, prf=0.0, dense_n=k, q=NEAR_TIE)
+        page = bm_ids[:k]
+        first = max(page, key=lambda c: (expected[c], -page.index(c)))
+        want = [first, *(c for c in order if c != first)][:k]
+        res = dense_query(ws, NEAR_TIE, k, disable=on)
+        assert [r["id"] for r in res["results"]] == want
+        scores = [r["score"] for r in res["results"]]
+        assert scores == sorted(scores, reverse=True)
+    # a clear BM25 winner stays first as before; without first_margin
+    # (bm25_first unconditional) the stage has nothing to refine
+    clear = dense_query(ws, Q, 3, disable=on)
+    assert [r["id"] for r in clear["results"]] == [
+        r["id"] for r in dense_query(ws, Q, 3)["results"]
+    ]
+    assert "first_page" not in fusion_stages(("first_margin", "+first_page"))
+    assert "first_page" not in fusion_stages(("bm25_first", "+first_page"))
+
+
+def test_dense_no_docs_leaves_prose_to_bm25(hashed_ws):
+    """With ``dense_no_docs`` the dense list ranks no doc section (the fixture's
+    ``docs/guide.rst`` reaches Q's page through the vectors only), while a doc
+    section BM25 ranks keeps its place."""
+    ws = hashed_ws
+    on = ("+dense_no_docs",)
+    store = load_store(ws.index_dir)
+    qv = HashingBackend().embed([Q])
+    plain = dense_ranking(ws, store, qv, 50)
+    kept = dense_ranking(ws, store, qv, 50, skip_kinds=("doc_section",))
+    assert any(c.startswith("docs/") for c, _ in plain)
+    assert kept == [(c, v) for c, v in plain if not c.startswith("docs/")]
+    base = dense_query(ws, Q, 3)
+    res = dense_query(ws, Q, 3, disable=on)
+    assert "dense_no_docs" in res["fusion_stages"]
+    assert any(r["kind"] == "doc_section" for r in base["results"])
+    assert [r["id"] for r in res["results"]] != [r["id"] for r in base["results"]]
+    assert all(r["kind"] != "doc_section" for r in res["results"])
+    bm_docs = [r["id"] for r in ws.query("guide", 3)["results"]]
+    assert bm_docs and all(c.startswith("docs/") for c in bm_docs)
+    got = dense_query(ws, "guide", 3, disable=on)
+    assert [r["id"] for r in got["results"]][: len(bm_docs)] == bm_docs
 
 
 def test_feedback_query_only_from_a_fresh_anchor(hashed_ws):

@@ -38,6 +38,35 @@ switches on one that is off by default); with ``disable=("bm25_first",
   ``bm25_first`` froze, and there the dense list's vote is worth having;
   a clear BM25 winner (the bundled questions' usual case) stays first.
   Switched off, the fusion is session 4's (``bm25_first`` unconditional).
+- ``first_page`` (off, session 7): on a near tie (``first_margin`` let RRF
+  decide), rank 1 goes to the best-fused of BM25's first page (its top
+  *k*), not to any chunk of the fusion. Why: RRF gives a chunk both lists
+  rank somewhere more than BM25's first result gets alone, so on the
+  checkout "read the EDI directory and build a Sites object" (BM25's
+  first score 1.048 times its second's) went to ``SiteMixin.edi``, which
+  BM25 ranks 11th (bundled loading MRR@10 0.625). A near tie is a tie
+  between results BM25 ranks high; the dense vote should break it among
+  them. The rest of the page is RRF's order.
+- ``dense_no_docs`` (off, session 7): the dense list ranks no
+  ``doc_section`` chunk; prose reaches the page through BM25 only. Why: on
+  the checkout, doc sections were 44% of the dense top 10s on the tuning
+  questions (the sdist's: 1%) and 54% of the chunks the dense list
+  brought onto a first page; a section's head is prose close to any prose
+  question, so it crowded out the code chunks the questions ask for
+  (tuning wf@10 0.886 -> 0.877 fused, 0.895 without them).
+
+``first_page`` and ``dense_no_docs`` were chosen together in session 7 on
+``suites/tuning`` and the bundled suites only (``benchmarks/dense_eval.py
+--dense-disable +first_page,+dense_no_docs``, MiniLM head/256): fused - BM25
+MRR@10 on the 258 / 238 tuning questions +0.024 [+0.008, +0.040] (sdist)
+and +0.022 [+0.004, +0.040] (checkout), against +0.026 and +0.023 with the
+default fusion (paired difference -0.002 [-0.006, +0.000] and -0.001
+[-0.007, +0.005]); every bundled metric 1.0 on both corpora (the default:
+checkout loading MRR@10 0.625); checkout paraphrase wf@10 0.774 -> 0.806
+(BM25 0.790). Of their neighbours, rank 1 among BM25's top 2 or 3 instead
+of its first page cost 0.004-0.009 on tuning; a dense list without recipes
+too lowered tuning wf@10 (0.851 checkout). They stay off until a frozen
+split that neither has seen says otherwise.
 - ``prf`` (off): the query vector pulled a quarter of the way
   (:data:`PRF_WEIGHT`) toward BM25's first result,
   ``q' = norm(norm(q) + 0.25 * v(top1))`` (pseudo-relevance feedback). It
@@ -98,6 +127,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COSINE_FLOOR",
+    "DENSE_SKIP_KINDS",
     "FIRST_MARGIN",
     "FUSION_OFF_BY_DEFAULT",
     "FUSION_STAGES",
@@ -123,9 +153,20 @@ PRF_WEIGHT = 0.25
 #: keeps the first result first while ``first_margin`` is on.
 FIRST_MARGIN = 1.05
 #: The fusion's named stages, in the order they act (module docstring).
-FUSION_STAGES: tuple[str, ...] = ("prf", "dense_depth", "bm25_first", "first_margin")
+FUSION_STAGES: tuple[str, ...] = (
+    "prf",
+    "dense_no_docs",
+    "dense_depth",
+    "bm25_first",
+    "first_margin",
+    "first_page",
+)
 #: Fusion stages that run only when switched on with ``"+name"``.
-FUSION_OFF_BY_DEFAULT: frozenset[str] = frozenset({"prf"})
+FUSION_OFF_BY_DEFAULT: frozenset[str] = frozenset(
+    {"prf", "first_page", "dense_no_docs"}
+)
+#: Chunk kinds the dense list leaves to BM25 while ``dense_no_docs`` is on.
+DENSE_SKIP_KINDS: frozenset[str] = frozenset({"doc_section"})
 
 
 def fusion_stages(disable: Collection[str] = ()) -> frozenset[str]:
@@ -142,6 +183,8 @@ def fusion_stages(disable: Collection[str] = ()) -> frozenset[str]:
             on.discard(name)
     if "bm25_first" not in on:  # first_margin only refines bm25_first
         on.discard("first_margin")
+    if "first_margin" not in on:  # first_page only refines first_margin
+        on.discard("first_page")
     return frozenset(on)
 
 
@@ -206,8 +249,10 @@ def dense_ranking(
     n: int,
     *,
     kinds: Collection[str] | None = None,
+    skip_kinds: Collection[str] = (),
 ) -> list[tuple[str, float]]:
-    """Top *n* ``(chunk id, cosine)`` of the live, fresh rows at or above the floor."""
+    """Top *n* ``(chunk id, cosine)`` of the live, fresh rows at or above the
+    floor (of *kinds* when given, none of *skip_kinds*)."""
     snap = ws.require_published().snapshot
     q = l2_normalize(qvec)[0]
     if q.shape[0] != store.dim:
@@ -219,6 +264,8 @@ def dense_ranking(
     valid, kinds_of = ws.dense.live_rows(snap, store)
     if kinds:
         valid = valid & np.isin(kinds_of, list(kinds))
+    if skip_kinds:
+        valid = valid & ~np.isin(kinds_of, list(skip_kinds))
     cos = store.vectors @ q
     idx = np.flatnonzero(valid & (cos >= COSINE_FLOOR))
     if len(idx) > n:  # only the top n are sorted (ties at the cut kept)
@@ -312,7 +359,8 @@ def dense_query(
         qvec = be.embed([query])
         top1 = bm_results[0]["id"] if bm_results else None
         qvec, anchor = feedback_query(ws, store, qvec, top1, prf)
-        ranked = dense_ranking(ws, store, qvec, n_dense, kinds=kinds)
+        skip = DENSE_SKIP_KINDS if "dense_no_docs" in stages else ()
+        ranked = dense_ranking(ws, store, qvec, n_dense, kinds=kinds, skip_kinds=skip)
     except Exception as exc:  # noqa: BLE001 - any failure: BM25 alone, silently
         reason = scrub(f"{exc}", api_key or os.environ.get("OPENAI_API_KEY"))
         log.info("dense retrieval unavailable, using BM25: %s", reason)
@@ -331,9 +379,14 @@ def dense_query(
     keep_first = "bm25_first" in stages and bool(bm_ids)
     if keep_first and "first_margin" in stages:
         keep_first = bm25_margin(bm_results) >= FIRST_MARGIN
-    if keep_first:
-        fused[bm_ids[0]] = max(fused[bm_ids[0]], fused[order[0]])
-        order = [bm_ids[0], *(c for c in order if c != bm_ids[0])]
+    first = bm_ids[0] if keep_first else None
+    if not keep_first and bm_ids and "first_page" in stages:
+        # a near tie: the dense vote picks rank 1 among BM25's first page
+        page = bm_ids[:k]
+        first = max(page, key=lambda c: (fused[c], -page.index(c)))
+    if first is not None:
+        fused[first] = max(fused[first], fused[order[0]])
+        order = [first, *(c for c in order if c != first)]
     results: list[dict[str, Any]] = []
     for cid in order:
         if len(results) >= k:
