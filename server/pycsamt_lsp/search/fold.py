@@ -67,9 +67,12 @@ def number_variants(word: str) -> tuple[str, ...]:
     return (word + "s",)
 
 
-#: At most this many postings' weights are kept per snapshot (then anew):
-#: the folded words of a long session, ~1.5 MB.
-FOLD_POSTINGS = 1 << 17
+#: At most this many postings' weights are kept per snapshot (then anew),
+#: 12 bytes each (~3 MB). The folded words of every suite query (1,287
+#: queries, benchmarks/bench_query.py) hold 106k postings on the sdist and
+#: 186k on the checkout; at 1 << 17 the checkout's overflowed and each
+#: pass recomputed most of them.
+FOLD_POSTINGS = 1 << 18
 
 
 @dataclass(eq=False)
@@ -81,9 +84,11 @@ class FoldWeights:
     query uses, up to a fixed number of postings, and starts over when they
     do not fit. The folded words are more words per query (1-3); through
     that cache they pushed the queries' own words out of it on the
-    checkout (the suites' words filled 496k of its 524k postings; with the
-    folds it overflowed and recomputed ~2 words a query, ~95 us). Here
-    they have their own bounded cache, and the query's words keep theirs.
+    checkout (the suites' 1,287 queries' words fill 496k of its 524k
+    postings; with the folds it overflowed and every pass recomputed
+    ~2,600 words' weights). Here they have their own bounded cache, and
+    the query's words keep theirs. A save's snapshot starts a new one
+    (new idf and lengths).
 
     :meth:`scores` is ``bm.scores(terms)``, the same bits: the same term
     weight (``idf (tf (k1 + 1)) / (tf + k1 (1 - b + b dl / avgdl))``,
@@ -96,13 +101,18 @@ class FoldWeights:
         default_factory=dict
     )
     size: int = 0
+    #: ``k1 (1 - b + b dl / avgdl)`` per slot, made on first use (as the
+    #: body index's own, the same numbers)
+    norm: np.ndarray | None = None
 
     def _row(
         self, bm: BM25Index, tid: int, idf: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Term *tid*'s postings and weights, per segment (main, delta)."""
         k1, b = bm.k1, bm.b
-        avgdl = bm.avgdl or 1.0
+        norm = self.norm
+        if norm is None:
+            norm = self.norm = k1 * (1.0 - b + b * bm.doc_len / (bm.avgdl or 1.0))
         out: list[np.ndarray] = []
         for ptr, pdoc, ptf in (
             (bm.main_ptr, bm.main_doc, bm.main_tf),
@@ -111,8 +121,7 @@ class FoldWeights:
             s, e = (int(ptr[tid]), int(ptr[tid + 1])) if len(pdoc) else (0, 0)
             d = pdoc[s:e] if e > s else _NO_DOCS
             f = ptf[s:e].astype(np.float64)
-            norm = k1 * (1.0 - b + b * bm.doc_len[d] / avgdl)
-            out += (d, np.float64(idf) * (f * (k1 + 1.0)) / (f + norm))
+            out += (d, np.float64(idf) * (f * (k1 + 1.0)) / (f + norm[d]))
         return out[0], out[1], out[2], out[3]
 
     def scores(self, bm: BM25Index, terms: Iterable[str]) -> np.ndarray:
