@@ -320,6 +320,41 @@ def test_fold_never_adds_a_candidate():
     assert "pkg.a.tab" not in ranked(snap, aux, "stations", only="fold")
 
 
+def test_fold_weights_are_the_body_scores_bit_for_bit(monkeypatch):
+    """The fold's own cache of body weights gives ``bm25.scores`` exactly,
+    on a built index and on an updated one (delta segment, removed slots),
+    cold and warm, and when it starts over because it is full."""
+    import numpy as np
+
+    from pycsamt_lsp.search import fold as fold_mod
+
+    docs = [
+        chunk("pkg/a.py", 1, "station stations table point", symbol="pkg.a.tab"),
+        chunk("pkg/b.py", 1, "points station " * 3, symbol="pkg.b.pts"),
+        chunk("pkg/c.py", 1, "boxes box body bodies", symbol="pkg.c.box"),
+    ]
+    snap, _ = index(docs)
+    extra = chunk("pkg/d.py", 1, "station box points " + filler(9), symbol="pkg.d.x")
+    again = chunk("pkg/b.py", 1, "points " + filler(3), symbol="pkg.b.pts")
+    changed = {"pkg/d.py": ("1" * 64, [extra]), "pkg/b.py": ("2" * 64, [again])}
+    upd = snap.updated(changed, [], "1" * 64)
+    assert upd.bm25.n_docs < upd.bm25.n_slots and len(upd.bm25.delta_doc)
+    terms = ["stations", "station", "points", "box", "bodies", "nosuchword", "point"]
+    for limit in (fold_mod.FOLD_POSTINGS, 3):  # 3: the cache starts over
+        monkeypatch.setattr(fold_mod, "FOLD_POSTINGS", limit)
+        for sn in (snap, upd):
+            fw = fold_mod.FoldWeights()
+            for _ in range(2):  # cold, then warm
+                for i in range(len(terms)):
+                    got = fw.scores(sn.bm25, terms[i:] + terms[:i])
+                    want = sn.bm25.scores(terms[i:] + terms[:i])
+                    assert got.tobytes() == want.tobytes()
+            assert fw.scores(sn.bm25, ["nosuchword"]).tobytes() == (
+                np.zeros(sn.bm25.n_slots).tobytes()
+            )
+            assert fw.size <= limit
+
+
 def _scores(snap, aux, query, on: tuple[str, ...]) -> dict[str, float]:
     """Score per symbol with only the stages *on* (``+name`` entries too)."""
     disable = tuple(s for s in STAGES if s not in on) + tuple(

@@ -389,9 +389,8 @@ class NameField:
             if out is None:
                 out = np.zeros(self.n_slots)
             out[hit[0]] += w
-        if out is None:
-            z = np.zeros(len(slots))
-            return z, z
+        if out is None:  # two arrays: a caller may scale either in place
+            return np.zeros(len(slots)), np.zeros(len(slots))
         got = out[slots]
         m = np.floor(got / _TAG)
         return got - m * _TAG, m

@@ -19,9 +19,18 @@ already reaches are re-weighed: the stage adds evidence, never candidates.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
-__all__ = ["FOLD_WEIGHT", "number_variants"]
+import numpy as np
+
+from pycsamt_lsp.index.bm25 import BM25Index
+
+__all__ = ["FOLD_POSTINGS", "FOLD_WEIGHT", "FoldWeights", "number_variants"]
+
+_NO_DOCS = np.zeros(0, np.int32)
 
 #: The weight of a folded word, as the seed weighs an expansion term
 #: (``EXPANSION_WEIGHT``). Tuning split (bundled + tuning, both corpora):
@@ -56,3 +65,98 @@ def number_variants(word: str) -> tuple[str, ...]:
     if word[-1] == "y" and word[-2] not in "aeiou":
         return (word + "s", word[:-1] + "ies")
     return (word + "s",)
+
+
+#: At most this many postings' weights are kept per snapshot (then anew),
+#: 12 bytes each (~3 MB). The folded words of every suite query (1,287
+#: queries, benchmarks/bench_query.py) hold 106k postings on the sdist and
+#: 186k on the checkout; at 1 << 17 the checkout's overflowed and each
+#: pass recomputed most of them.
+FOLD_POSTINGS = 1 << 18
+
+
+@dataclass(eq=False)
+class FoldWeights:
+    """The body BM25 weights of folded words, per snapshot, kept apart from
+    the body index's own cache.
+
+    Why apart: :meth:`BM25Index.scores` keeps the weights of every word a
+    query uses, up to a fixed number of postings, and starts over when they
+    do not fit. The folded words are more words per query (1-3); through
+    that cache they pushed the queries' own words out of it on the
+    checkout (the suites' 1,287 queries' words fill 496k of its 524k
+    postings; with the folds it overflowed and every pass recomputed
+    ~2,600 words' weights). Here they have their own bounded cache, and
+    the query's words keep theirs. A save's snapshot starts a new one
+    (new idf and lengths).
+
+    :meth:`scores` is ``bm.scores(terms)``, the same bits: the same term
+    weight (``idf (tf (k1 + 1)) / (tf + k1 (1 - b + b dl / avgdl))``,
+    element by element the same operations) and the same summation order
+    (one ``bincount``, main segment then delta, each in first-seen term
+    order). ``tests/test_ranking_stages.py`` compares the two.
+    """
+
+    rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
+    size: int = 0
+    #: ``k1 (1 - b + b dl / avgdl)`` per slot, made on first use (as the
+    #: body index's own, the same numbers)
+    norm: np.ndarray | None = None
+
+    def _row(
+        self, bm: BM25Index, tid: int, idf: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Term *tid*'s postings and weights, per segment (main, delta)."""
+        k1, b = bm.k1, bm.b
+        norm = self.norm
+        if norm is None:
+            norm = self.norm = k1 * (1.0 - b + b * bm.doc_len / (bm.avgdl or 1.0))
+        out: list[np.ndarray] = []
+        for ptr, pdoc, ptf in (
+            (bm.main_ptr, bm.main_doc, bm.main_tf),
+            (bm.delta_ptr, bm.delta_doc, bm.delta_tf),
+        ):
+            s, e = (int(ptr[tid]), int(ptr[tid + 1])) if len(pdoc) else (0, 0)
+            d = pdoc[s:e] if e > s else _NO_DOCS
+            f = ptf[s:e].astype(np.float64)
+            out += (d, np.float64(idf) * (f * (k1 + 1.0)) / (f + norm[d]))
+        return out[0], out[1], out[2], out[3]
+
+    def scores(self, bm: BM25Index, terms: Iterable[str]) -> np.ndarray:
+        """The body BM25 of every slot for the unique *terms* (0 for dead
+        slots): ``bm.scores(terms)``, bit for bit, without its cache."""
+        vocab, df, rows = bm.vocab, bm.df, self.rows
+        got: dict[int, None] = {}
+        for t in terms:
+            tid = vocab.get(t)
+            if tid is not None and tid not in got and df[tid] > 0:
+                got[tid] = None
+        if not got:
+            return np.zeros(bm.n_slots, np.float64)
+        ids = list(got)
+        full = [rows.get(t) for t in ids]
+        if None in full:
+            missing = [i for i, r in enumerate(full) if r is None]
+            idf = bm.idf(np.array([ids[i] for i in missing], np.int64)).tolist()
+            for i, w in zip(missing, idf, strict=True):
+                full[i] = row = self._row(bm, ids[i], w)
+                size = len(row[0]) + len(row[2])
+                if size <= FOLD_POSTINGS:
+                    if self.size + size > FOLD_POSTINGS:
+                        rows.clear()
+                        self.size = 0
+                    rows[ids[i]] = row
+                    self.size += size
+        done = cast("list[tuple[np.ndarray, ...]]", full)  # every row filled
+        parts = [r[0] for r in done if len(r[0])] + [r[2] for r in done if len(r[2])]
+        if not parts:
+            return np.zeros(bm.n_slots, np.float64)
+        ws = [r[1] for r in done if len(r[0])] + [r[3] for r in done if len(r[2])]
+        d = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        w = np.concatenate(ws) if len(ws) > 1 else ws[0]
+        out = np.bincount(d, weights=w, minlength=bm.n_slots)
+        if bm.n_docs < bm.n_slots:
+            out[~bm.alive] = 0.0
+        return out

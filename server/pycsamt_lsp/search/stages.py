@@ -104,7 +104,7 @@ from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot
 from pycsamt_lsp.index.tokenize import tokenize
 from pycsamt_lsp.search.dedup import BodyCache, demote_copies
 from pycsamt_lsp.search.fields import CODE_KINDS, NameField
-from pycsamt_lsp.search.fold import FOLD_WEIGHT, number_variants
+from pycsamt_lsp.search.fold import FOLD_WEIGHT, FoldWeights, number_variants
 from pycsamt_lsp.search.head import HEAD_POOL, HEAD_WEIGHT, HeadCache, head_scores
 
 __all__ = [
@@ -285,6 +285,9 @@ class StageAux:
     #: stage fold: query word -> its other number(s) this snapshot's
     #: vocabulary knows (never carried to an update: a save adds words)
     folds: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: stage fold: the folded words' body weights (this snapshot's idf and
+    #: lengths, so never carried to an update either)
+    fold_weights: FoldWeights = field(default_factory=FoldWeights)
 
     @classmethod
     def of(cls, snap: Snapshot, names: NameField | None = None) -> StageAux:
@@ -775,8 +778,16 @@ def _name_cover(
     n = sum(1 for t in dict.fromkeys(tokens) if vocab.get(t) is not None)
     if n <= 1 or not names.any():
         return names
-    # m == 0 where names == 0: the factor does not matter there
-    return names * np.power(m / n, NAME_COVER_POWER)
+    # m == 0 where names == 0: the factor does not matter there. The
+    # square root is power(x, 0.5) to the bit on every m / n with n up to
+    # 2,000 (all 6M cases compared; numpy 2.4) at half the cost; both in
+    # place on arrays of the stage's own
+    f = np.divide(m, n, out=m)
+    if NAME_COVER_POWER == 0.5:
+        np.sqrt(f, out=f)
+    else:
+        np.power(f, NAME_COVER_POWER, out=f)
+    return np.multiply(names, f, out=names)
 
 
 #: At most this many query words' folds are kept per snapshot (then anew).
@@ -810,11 +821,19 @@ def _fold(
         extra += [v for v in got if v not in have]
     if not extra:
         return s
-    body = snap.bm25.scores(extra)[idx]
-    body += FIELD_WEIGHT * st.names.scores(extra, idx)
+    # bm25.scores(extra), the same bits, from the stage's own weights: the
+    # folded words do not push the query's words out of the body's cache
+    body = st.fold_weights.scores(snap.bm25, extra)[idx]
+    names = st.names.scores(extra, idx)  # a new array: scaled in place
+    body += np.multiply(names, FIELD_WEIGHT, out=names)
     if not body.any():
         return s
-    return s + FOLD_WEIGHT * body * mult
+    # s + FOLD_WEIGHT * body * mult, in place on body (its own array): the
+    # same products in the same order, and x + s is s + x to the bit
+    body *= FOLD_WEIGHT
+    body *= mult
+    body += s
+    return body
 
 
 def _field_head(
