@@ -289,3 +289,19 @@ def test_the_early_batch_is_the_largest_listed_file_and_a_wrong_guess_is_redone(
     assert item[0][3] is not wrong_guess  # the guessed module flag
     redone = [job for job in here if job[0] == "geo/core/big.py"]
     assert redone == ([(*item[0][:3], True)] if wrong_guess else [])
+
+
+def test_released_workers_exit_by_themselves_and_close_reaps_them() -> None:
+    pool = PipePool(1, "build_worker_targets:square", (0,))
+    try:
+        got = list(ordered(BATCHES, list, lambda it: [-1] * len(it), pool))
+        pool.release()  # no wait: stdin closed, the feeder stopped
+        proc = pool.workers[0].proc
+        deadline = time.monotonic() + 30
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "a released worker did not exit"
+            time.sleep(0.01)
+        assert proc.returncode == 0
+    finally:
+        pool.close()  # after release: reaps, no error
+    assert all(g in (-1, i * i) for i, g in enumerate(got))

@@ -15,7 +15,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_open", "atomic_write", "atomic_write_bytes", "atomic_write_text"]
+__all__ = [
+    "Staged",
+    "atomic_open",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "staged_write",
+]
 
 
 @contextmanager
@@ -63,3 +70,60 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
     """Replace *path* with *text* in *encoding*."""
     atomic_write_bytes(path, text.encode(encoding))
+
+
+class Staged:
+    """A file written and synced under its temporary name
+    (:func:`staged_write`), not yet in place: :meth:`commit` renames it over
+    its path, :meth:`discard` removes it. Why: a set of files that must
+    appear together (an index's ``meta.json`` and ``index.npz`` before its
+    manifest) can then be written and synced side by side, and put in place
+    only once every one of them, and what must precede them, is written;
+    a failure before that leaves the old set as it was."""
+
+    def __init__(self, tmp: str, path: Path) -> None:
+        self.tmp: str | None = tmp
+        self.path = path
+
+    def commit(self) -> None:
+        """Rename over the path (once)."""
+        if self.tmp is None:
+            raise ValueError(f"{self.path} was committed or discarded already")
+        tmp, self.tmp = self.tmp, None
+        try:
+            os.replace(tmp, self.path)
+        except BaseException:
+            _unlink(tmp)
+            raise
+
+    def discard(self) -> None:
+        """Remove the temporary file (nothing when committed already)."""
+        if self.tmp is not None:
+            tmp, self.tmp = self.tmp, None
+            _unlink(tmp)
+
+
+def staged_write(path: Path, write: Callable[[BinaryIO], object]) -> Staged:
+    """What ``write(fh)`` writes, flushed and synced in a temporary file
+    next to *path*, to be put in place by :meth:`Staged.commit`; on any
+    exception the temporary file is removed and *path* is untouched."""
+    import tempfile  # here: a warm start writes nothing (issue 18)
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return Staged(tmp, path)
+
+
+def _unlink(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass

@@ -522,26 +522,29 @@ class Workspace:
                         )
                 models.finish({r: model_shas[r] for r in modules if r in model_shas})
                 syncing = synced_meanwhile(chunks_fh, model_fh)
-                for pool in pools:  # the workers exit before the index files' peak
-                    pool.close()
-                writer.prepare()  # the BM25 arrays, while the files reach the disk
-                syncing.join()
+                for pool in pools:  # they exit now, before the index files' peak
+                    pool.release()
                 t_parsed = time.perf_counter()
-            if progress:
-                progress(88, "writing the BM25 index")
-            skipped = errors
-            for rel in sorted(failed["too_large"], key=listed_pos.__getitem__):
-                skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
-            for rel in sorted(failed["unreadable"], key=listed_pos.__getitem__):
-                skipped[rel] = "unreadable"
-            skipped.update(refused)
-            fp = fingerprint(digests)
-            manifest = writer.finish(
-                self.index_dir,
-                fp,
-                skipped,
-                extra if extra is not None else self._manifest_extra(),
+                if progress:
+                    progress(88, "writing the BM25 index")
+                skipped = errors
+                for rel in sorted(failed["too_large"], key=listed_pos.__getitem__):
+                    skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
+                for rel in sorted(failed["unreadable"], key=listed_pos.__getitem__):
+                    skipped[rel] = "unreadable"
+                skipped.update(refused)
+                # meta.json here and index.npz (its BM25 arrays made there) in
+                # a thread, while chunks.jsonl and the model reach the disk;
+                # both are put in place after those, by rest.finish
+                rest = writer.start_rest(self.index_dir, skipped)
+                stack.callback(rest.close)  # a failure below: the old files stay
+                fp = fingerprint(digests)
+                syncing.join()
+            manifest = rest.finish(
+                writer.stats(fp), extra if extra is not None else self._manifest_extra()
             )
+            for pool in pools:  # gone by now: reaped
+                pool.close()
             st = self._state
             st.manifest = manifest
             st.published, st.on_disk, st.dirty = None, True, False
