@@ -436,8 +436,8 @@ class PipePool:
 
     def send_now(self, w: _Worker, data: bytes) -> None:
         """Write a :meth:`message` from this thread: only before
-        :func:`ordered` hands the pipes to the feeder (a build's first
-        batch, sent before its plan exists)."""
+        :func:`ordered` hands the pipes to the feeder (a build's early
+        batches, sent before its plan exists)."""
         self._send(w, data)
 
     def message(self, w: _Worker, key: int, item: Any) -> bytes:
