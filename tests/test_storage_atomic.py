@@ -106,3 +106,23 @@ def test_a_stage_is_synced_before_its_rename(tmp_path: Path, monkeypatch):
     assert events == ["fsync"]
     staged.commit()
     assert events == ["fsync", "replace"]
+
+
+def test_a_write_that_need_not_be_durable_is_renamed_unsynced(
+    tmp_path: Path, monkeypatch
+):
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(
+        atomic.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1]
+    )
+    monkeypatch.setattr(
+        atomic.os,
+        "replace",
+        lambda a, b: (events.append("replace"), real_replace(a, b))[1],
+    )
+    p = tmp_path / "manifest.json"
+    atomic_write(p, lambda fh: fh.write(b"{}"), durable=False)
+    assert events == ["replace"]
+    assert p.read_bytes() == b"{}"
+    assert [x.name for x in tmp_path.iterdir()] == ["manifest.json"]

@@ -26,10 +26,19 @@ __all__ = [
 
 
 @contextmanager
-def atomic_open(path: Path) -> Iterator[BinaryIO]:
+def atomic_open(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A binary file handle whose content replaces *path* when the block ends
     normally (flushed, synced, renamed); on any exception the temp file is
     removed and *path* is untouched.
+
+    ``durable=False`` skips the sync (a reader still sees the old file or
+    the new one, never half): only for a file whose loss, or emptiness, after
+    a crash is detected and repaired, and which nothing else depends on
+    having reached the disk. The index's manifest is one: it is its commit
+    point (the other index files are synced before it is renamed, and every
+    load reads and checks it whole), so without the sync a crash can only
+    leave the previous manifest (a torn set, refused) or an unreadable one
+    (refused), and the index is rebuilt either way.
 
     For writers that produce a file piece by piece over a long operation (a
     streamed build writes ``chunks.jsonl`` while its workers still parse),
@@ -45,7 +54,8 @@ def atomic_open(path: Path) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -55,10 +65,12 @@ def atomic_open(path: Path) -> Iterator[BinaryIO]:
         raise
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+def atomic_write(
+    path: Path, write: Callable[[BinaryIO], object], *, durable: bool = True
+) -> None:
     """Replace *path* with what ``write(fh)`` writes to a binary file handle
     (:func:`atomic_open` for a writer that is one call)."""
-    with atomic_open(path) as fh:
+    with atomic_open(path, durable=durable) as fh:
         write(fh)
 
 
