@@ -345,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(registry, _named_subcommand(argv, registry)).parse_args(argv)
     _setup_logging(args.verbose)
     if args.cmd == "build":  # issue 18: before the engine's imports
+        from pycsamt_lsp.index.heap import one_arena
         from pycsamt_lsp.index.workers import prestart
+
+        one_arena()  # before the build's threads
 
         if not args.embed:  # no BLAS call: BM25 arrays are bincount/argsort
             _one_blas_thread([])  # (the user's thread variables still win)
