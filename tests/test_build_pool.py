@@ -289,3 +289,53 @@ def test_the_early_batch_is_the_largest_listed_file_and_a_wrong_guess_is_redone(
     assert item[0][3] is not wrong_guess  # the guessed module flag
     redone = [job for job in here if job[0] == "geo/core/big.py"]
     assert redone == ([(*item[0][:3], True)] if wrong_guess else [])
+
+
+def test_released_workers_exit_by_themselves_and_close_reaps_them() -> None:
+    pool = PipePool(1, "build_worker_targets:square", (0,))
+    try:
+        got = list(ordered(BATCHES, list, lambda it: [-1] * len(it), pool))
+        pool.release()  # no wait: stdin closed, the feeder stopped
+        proc = pool.workers[0].proc
+        deadline = time.monotonic() + 30
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "a released worker did not exit"
+            time.sleep(0.01)
+        assert proc.returncode == 0
+    finally:
+        pool.close()  # after release: reaps, no error
+    assert all(g in (-1, i * i) for i, g in enumerate(got))
+
+
+def test_large_files_go_to_the_worker_as_the_listing_meets_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Once the pool runs, the first ``_EARLY_FILES`` files of at least
+    ``_EARLY_BYTES`` are sent as the listing meets them (batches 0, 1, ...
+    in listing order), then the largest file when the listing ends unless
+    it went already (with nothing that large, it alone goes first: the test
+    above); the index is the serial one."""
+    from pycsamt_lsp.corpus.discovery import iter_corpus_files
+
+    root = tmp_path / "corpus"
+    make_tree(root, 40)
+    Workspace(root, PROFILE, index_dir=tmp_path / "a", workers=1).rebuild()
+    monkeypatch.setattr(facade, "_PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(facade, "_EARLY_BYTES", 402)  # big.py, m10.py, ...
+    sizes = {rel: p.stat().st_size for rel, p in iter_corpus_files(root, PROFILE)}
+    expected = [rel for rel, n in sizes.items() if n >= 402][: facade._EARLY_FILES]
+    largest = max(sizes, key=sizes.__getitem__)
+    if largest not in expected:
+        expected.append(largest)
+    assert len(expected) > 1 and "geo/core/big.py" in expected
+    sent: list = []
+    message = PipePool.message
+
+    def recording_message(self, w, key, item):
+        sent.append((key, [job[0] for job in item]))
+        return message(self, w, key, item)
+
+    monkeypatch.setattr(PipePool, "message", recording_message)
+    Workspace(root, PROFILE, index_dir=tmp_path / "b", workers=2).rebuild()
+    assert_same_index(tmp_path / "a", tmp_path / "b", model_bytes=False)
+    assert sent[: len(expected)] == [(k, [rel]) for k, rel in enumerate(expected)]

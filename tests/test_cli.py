@@ -231,3 +231,15 @@ def test_python_dash_m_entry_point(corpus, tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1
     p = run_module("--version", env_cache=tmp_path / "cache")
     assert p.returncode == 0 and "pycsamt-lsp" in p.stdout
+
+
+def test_a_build_runs_without_the_cyclic_collector_unless_it_embeds() -> None:
+    from pycsamt_lsp.cli import _without_cycle_collection
+
+    assert _without_cycle_collection(["build", "--root", "x"])
+    assert _without_cycle_collection(["query", "a b"])
+    assert not _without_cycle_collection(["build", "--embed", "minilm"])
+    assert not _without_cycle_collection(["build", "--embed=hash"])
+    assert not _without_cycle_collection(["build", "--emb", "hash"])  # a prefix
+    assert not _without_cycle_collection(["serve"])
+    assert not _without_cycle_collection([])

@@ -203,3 +203,42 @@ def test_module_files_trusts_only_the_screen_it_is_told_of(tmp_path: Path) -> No
     # a path the caller did not screen under this name is screened here
     fake = {**listed, "geo/core/outside.py": root / "geo/core/m0.py"}
     assert "geo/core/outside.py" not in module_files(root, "geo", fake)
+
+
+@pytest.mark.parametrize("fails", ["index.npz", "meta.json"])
+def test_a_failed_index_file_puts_neither_in_place(
+    tmp_path: Path, monkeypatch, fails: str
+) -> None:
+    """``meta.json`` and ``index.npz`` are written side by side (one in a
+    thread) and put in place together, before the manifest: a failure in
+    either puts neither in place, leaves no temporary file behind, and the
+    next open refuses the torn set and rebuilds."""
+    from pycsamt_lsp.index import store
+
+    root = tmp_path / "corpus"
+    make_tree(root, 3)
+    idx = tmp_path / "idx"
+    Workspace(root, PROFILE, index_dir=idx, workers=1).rebuild()
+    before = {p.name: p.read_bytes() for p in idx.iterdir()}
+    real = store.staged_write
+
+    def staged(path, write):
+        if Path(path).name == fails:
+            raise OSError("disk full")
+        return real(path, write)
+
+    monkeypatch.setattr(store, "staged_write", staged)
+    (root / "geo/core/m0.py").write_text('"""Changed."""\n', encoding="utf-8")
+    with pytest.raises(OSError, match="disk full"):
+        Workspace(root, PROFILE, index_dir=idx, workers=1).rebuild()
+    after = {p.name: p.read_bytes() for p in idx.iterdir()}
+    assert set(after) == set(before)  # temps removed
+    for name in ("meta.json", "index.npz"):
+        assert after[name] == before[name]
+    # the chunks and the model are already the new ones; the manifest is the
+    # old one, so the set is refused as torn and rebuilt, never half loaded
+    assert after["manifest.json"] == before["manifest.json"]
+    monkeypatch.setattr(store, "staged_write", real)
+    ws = Workspace(root, PROFILE, index_dir=idx, workers=1)
+    ws.open()
+    assert ws.query("changed", k=3)["results"]

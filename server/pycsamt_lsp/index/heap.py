@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["compact", "freeze", "no_gc", "paused_gc"]
+__all__ = ["compact", "freeze", "no_gc", "one_arena", "paused_gc", "tune_malloc"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,29 @@ def tune_malloc(mmap_threshold: int = 1 << 20, arena_max: int = 2) -> bool:
     mallopt.restype = ctypes.c_int
     ok = bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold))
     return bool(mallopt(_M_ARENA_MAX, arena_max)) and ok
+
+
+def one_arena() -> bool:
+    """One glibc malloc arena for the whole process (``M_ARENA_MAX`` 1);
+    before any thread. False off glibc.
+
+    Why: a one-shot build writes ``index.npz`` from a thread (its BM25
+    arrays made there) while its main thread writes ``meta.json``; that
+    thread's allocations came from an arena of its own, which the main
+    thread's could not reuse: +4.8 MB on the build process's peak RSS on the
+    sdist (87.9 MB against 83.1 MB with one arena, 81.2 MB with no thread).
+    The threads of a build take turns on the GIL, so one arena costs them
+    no waiting worth measuring.
+    """
+    if _malloc_trim() is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(_libc_name()).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, 1))
 
 
 def compact() -> None:

@@ -28,7 +28,7 @@ from pycsamt_lsp.errors import IndexLoadError
 from pycsamt_lsp.index.bm25 import BM25Index
 from pycsamt_lsp.index.mapped import load_npz, shared_strings
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
-from pycsamt_lsp.storage.atomic import atomic_write
+from pycsamt_lsp.storage.atomic import Staged, atomic_write, staged_write
 from pycsamt_lsp.storage.validate import check_manifest, check_meta
 
 __all__ = [
@@ -133,6 +133,7 @@ def save_snapshot(
         },
         {
             "n_chunks": len(order),
+            "n_files": len(files),
             "counts_by_kind": by_kind,
             "counts_by_workflow": by_wf,
             "source_fingerprint": snap.fingerprint,
@@ -152,41 +153,127 @@ def _write_rest(
     stats: dict[str, Any],
     manifest_extra: dict[str, Any],
 ) -> dict[str, Any]:
-    """``meta.json``, ``index.npz`` and ``manifest.json`` (last: a reader
-    checks the one ``build_id`` all three carry), once ``chunks.jsonl`` is
-    in place; one writer for a saved snapshot and for a streamed build, so
-    both write the same bytes for the same chunks."""
-    import uuid
+    """``meta.json``, ``index.npz`` and ``manifest.json`` of a saved
+    snapshot (:class:`_Rest` with arrays already made)."""
 
-    build_id = uuid.uuid4().hex
-    meta = {"build_id": build_id, **columns, "files": files, "skipped": skipped}
-    atomic_write(
-        index_dir / "meta.json", lambda fh: fh.write(json.dumps(meta).encode("utf-8"))
+    def arrays() -> dict[str, Any]:
+        return {**bm25.arrays(), **table_arrays}
+
+    return _Rest(index_dir, columns, files, skipped, arrays).finish(
+        stats, manifest_extra
     )
-    # Any: numpy's stub types savez(**kwds) together with its allow_pickle flag
-    arrays: dict[str, Any] = bm25.arrays()
-    arrays.update(**table_arrays, build_id=np.frombuffer(build_id.encode(), np.uint8))
-    atomic_write(index_dir / "index.npz", lambda fh: np.savez(fh, **arrays))
-    manifest = {
-        "index_version": INDEX_VERSION,
-        "tool_version": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "n_chunks": stats["n_chunks"],
-        "n_files": len(files),
-        "counts_by_kind": dict(sorted(stats["counts_by_kind"].items())),
-        "counts_by_workflow": dict(sorted(stats["counts_by_workflow"].items())),
-        "source_fingerprint": stats["source_fingerprint"],
-        "embedded": False,
-        "embed_model": None,
-        "build_id": build_id,
-        "chunks_sha256": stats["chunks_sha256"],
-        **manifest_extra,
-    }
-    atomic_write(
-        index_dir / "manifest.json",
-        lambda fh: fh.write(json.dumps(manifest, indent=2).encode()),
-    )
-    return manifest
+
+
+class _Rest:
+    """``meta.json`` and ``index.npz`` written side by side, put in place
+    with ``manifest.json`` last (:meth:`finish`: a reader checks the one
+    ``build_id`` all three carry, so the manifest is the commit point).
+
+    One writer for a saved snapshot and for a streamed build, so both write
+    the same bytes for the same chunks. ``index.npz`` is written by a
+    thread while this one encodes and writes ``meta.json``: its arrays
+    (*arrays*, called in that thread: a streamed build's BM25 postings are
+    made there), the zip's CRCs and both files' writes and ``fsync`` are
+    mostly work without the GIL, and at the end of a build the worker
+    processes are gone, so a second core is free (issue 18: the build's
+    serial tail). Both are written and synced under temporary names
+    (:func:`~pycsamt_lsp.storage.atomic.staged_write`) and renamed only in
+    :meth:`finish`, after what the caller writes before it (a build's
+    ``chunks.jsonl``), so a failure anywhere before leaves the old index
+    files as they were, as when each was written in turn.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        columns: dict[str, list[Any]],
+        files: dict[str, list[Any]],
+        skipped: dict[str, str],
+        arrays: Callable[[], dict[str, Any]],
+    ) -> None:
+        import uuid
+
+        self.index_dir = index_dir
+        self.build_id = build_id = uuid.uuid4().hex
+        self._staged: list[Staged] = []
+        self._error: BaseException | None = None
+
+        def write_npz() -> None:
+            try:
+                # Any: numpy's stub types savez(**kwds) with its allow_pickle flag
+                got: dict[str, Any] = arrays()
+                got["build_id"] = np.frombuffer(build_id.encode(), np.uint8)
+                npz = staged_write(
+                    index_dir / "index.npz", lambda fh: np.savez(fh, **got)
+                )
+                self._staged.append(npz)
+            except BaseException as exc:  # noqa: BLE001 - raised again by finish()
+                self._error = exc
+
+        self._npz = threading.Thread(
+            target=write_npz, name="pycsamt-index-npz", daemon=True
+        )
+        self._npz.start()
+        try:
+            meta = {"build_id": build_id, **columns, "files": files, "skipped": skipped}
+            data = json.dumps(meta).encode("utf-8")
+            del meta
+            self._meta = staged_write(
+                index_dir / "meta.json", lambda fh: fh.write(data)
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Wait for ``index.npz`` and remove what was not put in place (a
+        failed build); idempotent, nothing to do after :meth:`finish`."""
+        self._npz.join()
+        for staged in (getattr(self, "_meta", None), *self._staged):
+            if staged is not None:
+                staged.discard()
+
+    def finish(
+        self, stats: dict[str, Any], manifest_extra: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Wait for ``index.npz``, put it and ``meta.json`` in place, then
+        write ``manifest.json``; return it. Raises what writing
+        ``index.npz`` raised (nothing is put in place then)."""
+        self._npz.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            self.close()
+            raise error
+        try:
+            self._meta.commit()
+            self._staged[0].commit()
+        except BaseException:
+            self.close()
+            raise
+        manifest = {
+            "index_version": INDEX_VERSION,
+            "tool_version": __version__,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "n_chunks": stats["n_chunks"],
+            "n_files": stats["n_files"],
+            "counts_by_kind": dict(sorted(stats["counts_by_kind"].items())),
+            "counts_by_workflow": dict(sorted(stats["counts_by_workflow"].items())),
+            "source_fingerprint": stats["source_fingerprint"],
+            "embedded": False,
+            "embed_model": None,
+            "build_id": self.build_id,
+            "chunks_sha256": stats["chunks_sha256"],
+            **manifest_extra,
+        }
+        # not synced: the commit point, checked whole by every load; what it
+        # names was synced above (storage.atomic: durable=False). The sync
+        # was 5-10 ms at the very end of every build
+        atomic_write(
+            self.index_dir / "manifest.json",
+            lambda fh: fh.write(json.dumps(manifest, indent=2).encode()),
+            durable=False,
+        )
+        return manifest
 
 
 def _raw(buf: Any) -> memoryview:
@@ -339,6 +426,47 @@ class ChunkWriter:
         )
         self._done = (offsets, bm25)
 
+    def _arrays(self) -> dict[str, Any]:
+        """Every array of ``index.npz`` but the build id (:class:`_Rest`
+        calls it in its thread)."""
+        self.prepare()
+        assert self._done is not None
+        offsets, bm25 = self._done
+        self._done = None
+        return {
+            **bm25.arrays(),
+            "offsets": offsets,
+            "priority": self._col("priority", np.int16),
+            "line_start": self._col("line_start", np.int32),
+            "line_end": self._col("line_end", np.int32),
+        }
+
+    def start_rest(self, index_dir: Path, skipped: dict[str, str]) -> _Rest:
+        """Write ``meta.json`` now and start ``index.npz`` (its BM25 arrays
+        made in :class:`_Rest`'s thread) once every file was added; the
+        returned handle's ``finish(self.stats(...), extra)`` writes the
+        manifest. Separate from :meth:`finish` so a build can start them
+        before ``chunks.jsonl`` and the package model are synced and
+        renamed (the manifest, last, still waits for those)."""
+        return _Rest(index_dir, self.columns, self.files, skipped, self._arrays)
+
+    def stats(self, fingerprint: str) -> dict[str, Any]:
+        """The manifest's counts for what was added."""
+        by_kind: dict[str, int] = {}
+        for k in self.columns["kinds"]:
+            by_kind[k] = by_kind.get(k, 0) + 1
+        by_wf: dict[str, int] = {}
+        for w in self.columns["workflows"]:
+            by_wf[w or "none"] = by_wf.get(w or "none", 0) + 1
+        return {
+            "n_chunks": self.n_chunks,
+            "n_files": len(self.files),
+            "counts_by_kind": by_kind,
+            "counts_by_workflow": by_wf,
+            "source_fingerprint": fingerprint,
+            "chunks_sha256": self.digest.hexdigest(),
+        }
+
     def finish(
         self,
         index_dir: Path,
@@ -348,61 +476,48 @@ class ChunkWriter:
     ) -> dict[str, Any]:
         """Write ``meta.json``, ``index.npz`` and ``manifest.json`` (after the
         ``chunks.jsonl`` handle was closed and renamed); return the manifest."""
-        self.prepare()
-        assert self._done is not None
-        offsets, bm25 = self._done
-        self._done = None
-        n = self.n_chunks
-        by_kind: dict[str, int] = {}
-        for k in self.columns["kinds"]:
-            by_kind[k] = by_kind.get(k, 0) + 1
-        by_wf: dict[str, int] = {}
-        for w in self.columns["workflows"]:
-            by_wf[w or "none"] = by_wf.get(w or "none", 0) + 1
-        return _write_rest(
-            index_dir,
-            self.columns,
-            self.files,
-            skipped,
-            bm25,
-            {
-                "offsets": offsets,
-                "priority": self._col("priority", np.int16),
-                "line_start": self._col("line_start", np.int32),
-                "line_end": self._col("line_end", np.int32),
-            },
-            {
-                "n_chunks": n,
-                "counts_by_kind": by_kind,
-                "counts_by_workflow": by_wf,
-                "source_fingerprint": fingerprint,
-                "chunks_sha256": self.digest.hexdigest(),
-            },
-            manifest_extra,
-        )
+        rest = self.start_rest(index_dir, skipped)
+        return rest.finish(self.stats(fingerprint), manifest_extra)
 
 
-def synced_meanwhile(*handles: BinaryIO) -> threading.Thread:
-    """Flush *handles* and start syncing them to disk in a thread (``fsync``
-    releases the GIL); join it before closing them. Their
-    :func:`~pycsamt_lsp.storage.atomic.atomic_open` still syncs each on
-    close (then quick: nothing left to write) and reports any error, so a
-    failure here is only logged. A streamed build makes its BM25 arrays
-    meanwhile instead of waiting for ~35 MB of index to reach the disk."""
+class _Syncs:
+    """Threads syncing file descriptors (:func:`synced_meanwhile`)."""
+
+    def __init__(self, threads: list[threading.Thread]) -> None:
+        self.threads = threads
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join()
+
+
+def synced_meanwhile(*handles: BinaryIO) -> _Syncs:
+    """Flush *handles* and start syncing them to disk, one thread each
+    (``fsync`` releases the GIL; the disk's bandwidth is most of it: a 30
+    MB ``chunks.jsonl`` and a 10 MB model took 30-37 ms together, 33-38
+    ms one after the other); join before closing them.
+    Their :func:`~pycsamt_lsp.storage.atomic.atomic_open` still syncs each
+    on close (then quick: nothing left to write) and reports any error, so
+    a failure here is only logged. A streamed build writes its other index
+    files meanwhile instead of waiting for ~40 MB to reach the disk."""
     for fh in handles:
         fh.flush()
-    fds = [fh.fileno() for fh in handles]
 
-    def run() -> None:
-        for fd in fds:
-            try:
-                os.fsync(fd)
-            except OSError as exc:  # raised again by the handle's own sync
-                log.debug("early fsync failed: %s", exc)
+    def run(fd: int) -> None:
+        try:
+            os.fsync(fd)
+        except OSError as exc:  # raised again by the handle's own sync
+            log.debug("early fsync failed: %s", exc)
 
-    worker = threading.Thread(target=run, name="pycsamt-index-fsync", daemon=True)
-    worker.start()
-    return worker
+    threads = [
+        threading.Thread(
+            target=run, args=(fh.fileno(),), name="pycsamt-index-fsync", daemon=True
+        )
+        for fh in handles
+    ]
+    for t in threads:
+        t.start()
+    return _Syncs(threads)
 
 
 def _sha256_file(path: Path) -> str:

@@ -75,6 +75,12 @@ Progress = Callable[[int, str], None]
 #: Below this many files a build parses in the building process: starting
 #: worker processes would cost more than it saves.
 _PARALLEL_MIN_FILES = 200
+#: a file this large, listed once the pool runs, goes to the worker at once,
+#: alone (:meth:`Workspace._send_early`), for the first this many such files:
+#: on the checkout with docs the first ones are 33-60 KB, ~10-15 ms of a
+#: worker's parsing each, while this process lists and plans for ~0.03 s
+_EARLY_BYTES = 32 * 1024
+_EARLY_FILES = 3
 
 
 def _in_order(
@@ -454,12 +460,22 @@ class Workspace:
             refused: dict[str, str] = {}  # not regular, outside, bad names
             pools: list[PipePool] = []
             listed: dict[str, Path] = {}
+            sizes: dict[str, int] = {}
+            early: list[tuple[str, bool]] = []  # batches the worker has already
             for rel, path in iter_corpus_files(self.root, self.profile, refused):
                 listed[rel] = path
+                try:
+                    sizes[rel] = os.stat(path).st_size
+                except OSError:
+                    sizes[rel] = 0
                 if len(listed) == _PARALLEL_MIN_FILES:
                     self._start_pool(pools, stack)  # starts while we list
-            sizes: dict[str, int] = {}
-            early = self._send_early(pools[0], listed, sizes) if pools else None
+                if pools and len(early) < _EARLY_FILES and sizes[rel] >= _EARLY_BYTES:
+                    self._send_early(pools[0], rel, path, early)
+            if pools and listed:  # and the largest file, unless it went already
+                largest = max(listed, key=sizes.__getitem__)
+                if all(rel != largest for rel, _guess in early):
+                    self._send_early(pools[0], largest, listed[largest], early)
             modules = module_files(self.root, self.profile.package, listed)
             rels = sorted(listed.keys() | modules.keys())
             jobs: list[BuildJob] = [
@@ -522,26 +538,29 @@ class Workspace:
                         )
                 models.finish({r: model_shas[r] for r in modules if r in model_shas})
                 syncing = synced_meanwhile(chunks_fh, model_fh)
-                for pool in pools:  # the workers exit before the index files' peak
-                    pool.close()
-                writer.prepare()  # the BM25 arrays, while the files reach the disk
-                syncing.join()
+                for pool in pools:  # they exit now, before the index files' peak
+                    pool.release()
                 t_parsed = time.perf_counter()
-            if progress:
-                progress(88, "writing the BM25 index")
-            skipped = errors
-            for rel in sorted(failed["too_large"], key=listed_pos.__getitem__):
-                skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
-            for rel in sorted(failed["unreadable"], key=listed_pos.__getitem__):
-                skipped[rel] = "unreadable"
-            skipped.update(refused)
-            fp = fingerprint(digests)
-            manifest = writer.finish(
-                self.index_dir,
-                fp,
-                skipped,
-                extra if extra is not None else self._manifest_extra(),
+                if progress:
+                    progress(88, "writing the BM25 index")
+                skipped = errors
+                for rel in sorted(failed["too_large"], key=listed_pos.__getitem__):
+                    skipped[rel] = f"larger than {self.profile.max_file_bytes} bytes"
+                for rel in sorted(failed["unreadable"], key=listed_pos.__getitem__):
+                    skipped[rel] = "unreadable"
+                skipped.update(refused)
+                # meta.json here and index.npz (its BM25 arrays made there) in
+                # a thread, while chunks.jsonl and the model reach the disk;
+                # both are put in place after those, by rest.finish
+                rest = writer.start_rest(self.index_dir, skipped)
+                stack.callback(rest.close)  # a failure below: the old files stay
+                fp = fingerprint(digests)
+                syncing.join()
+            manifest = rest.finish(
+                writer.stats(fp), extra if extra is not None else self._manifest_extra()
             )
+            for pool in pools:  # gone by now: reaped
+                pool.close()
             st = self._state
             st.manifest = manifest
             st.published, st.on_disk, st.dirty = None, True, False
@@ -601,39 +620,38 @@ class Workspace:
         pools.append(pool)
 
     def _send_early(
-        self, pool: PipePool, listed: dict[str, Path], sizes: dict[str, int]
-    ) -> tuple[str, bool] | None:
-        """Give the worker the largest listed file now, before the package's
-        module files are known and the batches planned (~0.08 s of this
-        process's work, which the worker would wait through): whether it
-        is a module file (its job's last field) is guessed from its name,
-        and :meth:`_packed_in_order` parses it again here if the guess was
-        wrong. Records every listed file's size into *sizes* (the plan
-        needs them). Returns ``(rel, guess)``, None when nothing was sent.
+        self, pool: PipePool, rel: str, path: Path, early: list[tuple[str, bool]]
+    ) -> None:
+        """Give the worker file *rel* now, alone, as the next early batch
+        (key ``len(early)``), before the package's module files are known
+        and the batches planned: whether it is a module file (its job's
+        last field) is guessed from its name, and :meth:`_packed_in_order`
+        parses it again here if the guess was wrong. Appends ``(rel,
+        guess)`` to *early* when it was sent.
+
+        Why: the listing, the module files and the plan are ~0.06 s of this
+        process's work after the worker's imports are done. A build sends
+        the first few large files as the listing meets them (once the pool
+        runs), and the largest one when the listing ends, so the worker
+        parses from the moment it is ready instead of waiting for the plan.
         """
         from pycsamt_lsp.model.facts import module_name_for
 
-        for rel, path in listed.items():
-            try:
-                sizes[rel] = os.stat(path).st_size
-            except OSError:
-                sizes[rel] = 0
         live = [w for w in pool.workers if w.alive]
-        if not listed or not live:
-            return None
-        rel = max(listed, key=sizes.__getitem__)
+        if not live:
+            return
         guess = module_name_for(rel, self.profile.package) is not None
-        with pool.lock:  # key 0: _packed_in_order makes it the first batch
-            message = pool.message(live[0], 0, [(rel, str(listed[rel]), True, guess)])
+        with pool.lock:  # key len(early): _packed_in_order puts it there
+            message = pool.message(live[0], len(early), [(rel, str(path), True, guess)])
         pool.send_now(live[0], message)
-        return rel, guess
+        early.append((rel, guess))
 
     def _packed_in_order(
         self,
         jobs: list[BuildJob],
         pool: PipePool | None,
         sizes: dict[str, int] | None = None,
-        early: tuple[str, bool] | None = None,
+        early: Collection[tuple[str, bool]] = (),
         modules: Collection[str] = (),
     ) -> Iterator[PackedFile]:
         """``pack_batch`` over *jobs* (in *pool*'s workers and here), results
@@ -645,9 +663,10 @@ class Workspace:
         the index being written; the rest follow in path order in batches of
         about the same number of bytes. Results that arrive before their
         turn wait here, already compact. *sizes*: file sizes known already
-        (by relative path); *early*: the file :meth:`_send_early` gave the
-        worker as batch 0, and its guessed module flag (*modules* says
-        whether the guess was right; if not, its answer is parsed again).
+        (by relative path); *early*: the files :meth:`_send_early` gave the
+        worker as batches 0, 1, ..., with their guessed module flags
+        (*modules* says whether a guess was right; if not, its answer is
+        parsed again).
         """
         from pycsamt_lsp.index.workers import batch_target, ordered, plan_batches
         from pycsamt_lsp.model.state import pack_batch
@@ -671,14 +690,16 @@ class Workspace:
             return
         sent: set[int] = set()
         redo: set[int] = set()
-        if early is not None:  # batch 0 is the worker's already
-            rel, guess = early
-            pos = next(i for i, job in enumerate(jobs) if job[0] == rel)
-            rest = [[i for i in b if i != pos] for b in batches]
-            batches = [[pos], *(b for b in rest if b)]
-            sent.add(0)
-            if guess != (rel in modules):
-                redo.add(0)
+        if early:  # batches 0 .. len(early) - 1 are the worker's already
+            pos_of = {job[0]: i for i, job in enumerate(jobs)}
+            first = [pos_of[rel] for rel, _guess in early]
+            taken = set(first)
+            rest = [[i for i in b if i not in taken] for b in batches]
+            batches = [*([p] for p in first), *(b for b in rest if b)]
+            sent.update(range(len(early)))
+            redo.update(
+                k for k, (rel, guess) in enumerate(early) if guess != (rel in modules)
+            )
         target = batch_target(sizes_of, self.workers)
         big = {
             k for k, b in enumerate(batches) if len(b) == 1 and sizes_of[b[0]] >= target
