@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["compact", "freeze", "no_gc", "paused_gc", "trim"]
+__all__ = ["compact", "freeze", "no_gc", "paused_gc"]
 
 log = logging.getLogger(__name__)
 
@@ -117,21 +117,12 @@ def tune_malloc(mmap_threshold: int = 1 << 20, arena_max: int = 2) -> bool:
     return bool(mallopt(_M_ARENA_MAX, arena_max)) and ok
 
 
-def trim() -> None:
-    """Hand the heap's free pages back to the OS (glibc ``malloc_trim``;
-    nothing elsewhere): after a save's re-modelling has freed the whole
-    parse of the module and its extraction, ~4-5 MB of freed pages stayed
-    resident per save of the 109 KB ``ss.py`` (issue 18). ~0.5 ms on the
-    server's heap; no collection, so cheaper than :func:`compact`."""
-    fn = _malloc_trim()
-    if fn is not None:
-        fn(0)
-
-
 def compact() -> None:
     """One full collection, freed heap back to the OS, then freeze again."""
     gc.unfreeze()
     found = gc.collect()
-    trim()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
     gc.freeze()
     log.debug("heap compacted: %d unreachable objects collected", found)

@@ -1321,19 +1321,7 @@ class Workspace:
         self._model_pending_for = None
         if base is None or self.package_model.model is not base:
             return False
-        from pycsamt_lsp.chunking.incremental import MIN_CHARS
-
-        changed = self.package_model.update(self._with_trees(updates))
-        if self.long_lived and any(
-            data is not None and len(data) >= MIN_CHARS for _rel, data, _t in updates
-        ):
-            # the update freed a large module's parse and its extraction:
-            # ~4-5 MB a save of the 109 KB ss.py left resident (issue 18).
-            # ~0.5 ms, off save -> searchable (the model update is deferred);
-            # the next refresh faults ~200 of those pages back in (~0.3 ms),
-            # so a small module's update, which frees little, does not trim
-            heap.trim()
-        return changed
+        return self.package_model.update(self._with_trees(updates))
 
     def _with_trees(self, updates: list[ModelUpdate]) -> list[ModelUpdate]:
         """*updates* with a tree for each large saved module a save
