@@ -22,6 +22,12 @@ figures are the saves', not a cold build's):
 4. the persist the server schedules 2 s after the last save (waited for
    through ``pycsamt.stats``), then a second of idling.
 
+``--cold`` starts each server without an index (it builds one in its child
+process and loads it: the cold start of ``bench_server.py``'s edit figure);
+``--files a.py,b.py`` saves those instead of the three picked by size
+(``--files pycsamt/emtools/ss.py --no-open``: that figure's saves). Each
+save's line ends with the server's ``VmRSS`` once it idled (``rss_mb``).
+
 ``VmRSS``/``RssAnon`` (MB, from ``/proc``) after each step, per variant in
 the same run: ``--env NAME=VALUE`` (e.g. ``MALLOC_ARENA_MAX=2``) and
 ``--pythonpath DIR`` (another checkout's ``server/`` folder: the code before
@@ -31,7 +37,8 @@ is asserted.
 Usage::
 
     .venv/bin/python benchmarks/bench_save_memory.py [--root DIR] [--saves 6]
-        [--variant NAME:ENV=V,...:PYTHONPATH] [--repeat 2] [--out FILE]
+        [--variant NAME:ENV=V,...:PYTHONPATH] [--repeat 2] [--cold]
+        [--files REL,...] [--no-open] [--out FILE]
 """
 
 from __future__ import annotations
@@ -191,6 +198,7 @@ async def session(
     open_largest: bool = True,
     debounce_ms: int | None = None,
     wait_state: bool = False,
+    cold: bool = False,
 ) -> dict[str, Any]:
     """One server on a fresh copy of the corpus and index (see the module doc)."""
     with tempfile.TemporaryDirectory(prefix="bench-save-mem-") as tmpd:
@@ -198,7 +206,10 @@ async def session(
         root = tmp / "corpus"
         shutil.copytree(corpus, root)
         idx = tmp / "idx"
-        shutil.copytree(index_dir, idx)
+        if cold:  # the server builds it (in its child process), then loads it
+            idx.mkdir()
+        else:
+            shutil.copytree(index_dir, idx)
         c = Client()
         await c.start(root, idx, env, debounce_ms)
         steps: dict[str, Any] = {}
@@ -255,6 +266,7 @@ async def session(
             split[-1]["server_cpu_ms"] = c.cpu_ms() - cpu0
             await _drain(c.diags, 0.3)  # the open script's diagnostics pass
             await _idle(c)  # and whatever else the save set off (card warm-up)
+            split[-1]["rss_mb"] = c.memory()["VmRSS"]
         steps["after saves"] = c.memory()
         t0 = time.perf_counter()
         while not (await c.command("pycsamt.stats", {}))["persisted"]:
@@ -357,6 +369,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="query once the 'index updated' state arrived (no polling before)",
     )
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="start each server without an index (it builds one): the cold start",
+    )
+    ap.add_argument(
+        "--files",
+        default="",
+        help="comma-separated corpus paths saved in turn (default: the largest "
+        "module, the ones nearest 100 KB and 11 KB; the first is opened)",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     profile = load_profile()
@@ -372,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         ws = Workspace(corpus, profile, index_dir=tmp / "idx")
         ws.build()
         ws.persist()
-        picks = _picks(ws)
+        picks = [f for f in args.files.split(",") if f] or _picks(ws)
         del ws
         for _ in range(args.repeat):
             for name, env in variants:
@@ -386,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                         not args.no_open,
                         args.debounce_ms,
                         args.wait_state,
+                        args.cold,
                     )
                 )
                 results[name].append(got)

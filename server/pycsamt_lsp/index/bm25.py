@@ -29,6 +29,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from pycsamt_lsp.index.mapped import release
 from pycsamt_lsp.index.terms import TermIds
 
 __all__ = ["K1", "B", "BM25Index", "DocTerms", "idf", "term_score"]
@@ -148,6 +149,7 @@ def _appended(old: np.ndarray, add: np.ndarray) -> np.ndarray:
     n = len(old)
     buf = _RowBuffer(shape=(n + m + max(m, (n + m) // 8),), dtype=old.dtype)
     buf[:n] = old
+    release(old)  # a loaded index's mapped pages that copy read (issue 18)
     buf[n : n + m] = add
     buf.filled = n + m  # ~12% room left
     return np.ndarray((n + m,), old.dtype, buffer=buf)

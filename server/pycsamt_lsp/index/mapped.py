@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAPPED_ARRAYS", "load_npz", "shared_strings"]
+__all__ = ["MAPPED_ARRAYS", "load_npz", "release", "shared_strings"]
 
 #: The arrays worth mapping: large, read sparsely (a term's postings) or
 #: only on updates (the row-wise terms of every chunk).
@@ -125,6 +125,35 @@ def load_npz(
                 arr = _mapped_member(buf, info, check_crc)
             out[name] = arr if arr is not None else z[name]
     return out
+
+
+def release(arr: np.ndarray) -> bool:
+    """Drop the resident pages of *arr* when it is viewed in a mapping of
+    :func:`load_npz` (``MADV_DONTNEED``); False when it is not mapped.
+
+    Why: the first update of a loaded index copies the row-wise arrays into
+    growable buffers (``bm25._appended``); the mapped pages that copy read
+    (~4 MB on the sdist) stayed resident for as long as the mapping lives,
+    that is as long as any later index shares its postings (issue 18).
+    They are clean file pages: a reader of the old index that needs them
+    again reads them back from the page cache, the same bytes."""
+    base: Any = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):  # np.frombuffer's view of the mapping
+        base = base.obj
+    if not isinstance(base, mmap.mmap) or base.closed or not arr.nbytes:
+        return False
+    try:
+        start = np.frombuffer(base, np.uint8, count=1).ctypes.data
+    except (ValueError, TypeError):
+        return False
+    off = arr.ctypes.data - start
+    if off < 0 or off + arr.nbytes > len(base):
+        return False
+    lo = off - off % mmap.PAGESIZE
+    base.madvise(mmap.MADV_DONTNEED, lo, off + arr.nbytes - lo)
+    return True
 
 
 def shared_strings(values: list[Any]) -> list[Any]:

@@ -1192,7 +1192,39 @@ class Workspace:
     # -- persistence ---------------------------------------------------------
 
     def persist(self) -> dict[str, Any] | None:
-        """Write the current snapshot atomically; None when it fails (logged)."""
+        """Write the current snapshot atomically; None when it fails (logged).
+
+        The snapshot written is then served from the files (see below), and
+        the card tables move to it (:meth:`_follow_cards`), so nothing keeps
+        the one replaced alive."""
+        manifest = self._persist()
+        if manifest is not None:
+            self._follow_cards()
+            if self.long_lived:
+                with self._lock:  # the saves' transients and that snapshot
+                    heap.compact()
+        return manifest
+
+    def _follow_cards(self) -> None:
+        """Derive the card maps and the symbol table of the published
+        snapshot now, when the card service has derived them for an older
+        one (no lock held: the service has its own).
+
+        Why: the service holds the snapshot it derived them from; after a
+        persist that is the in-memory snapshot of the saves, with its chunk
+        table, BM25 arrays and ranking arrays, alive beside the reloaded one
+        until the next hover (~10 MB on the sdist, issue 18). Deriving them
+        here (in the persist's background job) instead of in that hover
+        gives the same tables (:func:`~pycsamt_lsp.cards.card.warm`)."""
+        svc = self.__dict__.get("cards")  # cached_property: made on first use
+        model = self.package_model.model
+        snap = self.snapshot
+        if svc is None or model is None or snap is None:
+            return
+        svc.cache_for(model, snap)
+        svc.symbol_table(snap)
+
+    def _persist(self) -> dict[str, Any] | None:
         with self._lock:
             snap = self.snapshot
             if snap is None:
@@ -1219,8 +1251,6 @@ class Workspace:
             if self._flush_model():  # the readers' model changed: tell them
                 self._notify(snap)
             self.package_model.persist()
-            if self.long_lived:
-                heap.compact()  # the build's transients are gone now
             return manifest
 
     # -- the package model --------------------------------------------------
