@@ -343,7 +343,12 @@ def rss():
                 return int(line.split()[1]) / 1024
 base = rss()
 t = time.perf_counter()
-import pycsamt_lsp.lsp.server  # everything `serve` imports
+import gc
+gc.disable()  # as `serve` does (cli.py): no cyclic collection in its start
+from pycsamt_lsp.lsp.codecache import server_imports
+with server_imports():  # with the attrs code cache, as `serve` imports
+    import pycsamt_lsp.lsp.server  # everything `serve` imports
+gc.enable()
 from pathlib import Path
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.index import heap
@@ -354,6 +359,27 @@ def settle():
     return rss()
 prev = settle()
 out["imports_mb"], out["imports_s"] = prev - base, time.perf_counter() - t
+def stale_pyc():
+    # our modules imported without an up-to-date .pyc (compiled at each start)
+    import importlib.util, os
+    n = 0
+    for name, mod in list(sys.modules.items()):
+        src = getattr(mod, "__file__", None) or ""
+        if not name.startswith("pycsamt_lsp") or not src.endswith(".py"):
+            continue
+        try:
+            with open(importlib.util.cache_from_source(src), "rb") as fh:
+                head = fh.read(16)
+            st = os.stat(src)
+            fresh = int.from_bytes(head[4:8], "little") & 1 or (
+                int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF
+            )
+        except OSError:
+            fresh = False
+        n += not fresh
+    return n
+out["stale_pyc_modules"] = stale_pyc()
 root, idx = Path(sys.argv[1]), Path(sys.argv[2])
 prof = load_profile()
 def step(name, fn):
@@ -519,7 +545,12 @@ def main() -> None:
         (
             "    imports of `serve` (s)",
             f["breakdown_imports_s"],
-            "in a fresh process (pygls, lsprotocol, ours)",
+            "fresh process, as `serve`: code cache, no GC (pygls, lsprotocol, ours)",
+        ),
+        (
+            "    our modules without a fresh .pyc",
+            f"{f['breakdown_stale_pyc_modules']:.0f}",
+            "compiled at every start (run `python -m compileall server`)",
         ),
         (
             "  initialized -> first answer (s)",

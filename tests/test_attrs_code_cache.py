@@ -164,3 +164,61 @@ def test_a_damaged_cache_through_the_real_entry_point(tmp_path: Path) -> None:
     assert init["result"]["serverInfo"]["name"] == "pycsamt-lsp"
     header, code, _names, _volatile = marshal.loads(path.read_bytes())
     assert header[0] == "pycsamt-lsp attrs code 3" and len(code) > 500
+
+
+LEAN_PROBE = r"""
+import sys
+import attr._make as make
+from pycsamt_lsp.lsp.codecache import server_imports
+with server_imports():
+    import lsprotocol.types as t
+    from pygls.protocol import default_converter
+assert make.sys is sys  # given back
+g = t.Position.__init__.__globals__
+# the module's namespace is not copied into the methods' globals
+assert "Range" not in g and "ALL_TYPES_MAP" not in g, sorted(g)[:20]
+assert t.Position(1, 2) == t.Position(line=1, character=2)
+assert repr(t.TextEdit(t.Range(t.Position(0, 0), t.Position(0, 1)), "x")).startswith("TextEdit(range=")
+conv = default_converter()
+raw = {"processId": 7, "rootUri": None, "capabilities": {"window": {"workDoneProgress": True}}}
+params = conv.structure(raw, t.InitializeParams)
+assert params.capabilities.window.work_done_progress is True
+assert conv.unstructure(params)["capabilities"] == raw["capabilities"]
+# other modules' attrs classes still get their module's namespace
+import attrs
+assert "attrs" in attrs.define(type("Probe", (), {"__module__": __name__})).__init__.__globals__
+print("ok")
+"""
+
+
+def test_lsprotocol_methods_get_no_copy_of_the_module_namespace(
+    tmp_path: Path,
+) -> None:
+    """``lean_init_globals``: lsprotocol's classes work as before (their
+    methods are the compiled ones: see the first test, whose plain import
+    has it off) without a copy of ``lsprotocol.types``' namespace each."""
+    env = dict(os.environ, PYCSAMT_LSP_CACHE=str(tmp_path), PYCSAMT_LSP_ATTRS_CACHE="1")
+    out = subprocess.run(
+        [sys.executable, "-c", LEAN_PROBE],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        text=True,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_lean_init_globals_leaves_attr_as_it_found_it() -> None:
+    import attr._make as make
+
+    from pycsamt_lsp.lsp.codecache import lean_init_globals
+
+    before = dict(vars(make))
+    with lean_init_globals(frozenset({"some.module"})):
+        view = vars(make)["sys"]
+        assert view is not sys
+        assert "some.module" not in view.modules and "os" in view.modules
+        assert view.modules["os"] is os and view.version == sys.version
+        with lean_init_globals():  # nested: left as it is
+            assert vars(make)["sys"] is view
+    assert dict(vars(make)) == before

@@ -320,11 +320,19 @@ def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
         # the only place the CLI touches LSP code, so other commands never load it
         from pycsamt_lsp.lsp.codecache import server_imports
 
+        # no cyclic collection until the first answer is out: the server
+        # turns it back on (PycsamtServer.resume_gc, issue 18: warm start)
+        collecting = gc.isenabled()
+        gc.disable()
         with server_imports():  # attrs' generated methods compiled once (issue 18)
             from pycsamt_lsp.lsp.server import serve
 
         return serve(
-            tcp=args.tcp, root=args.root, profile=args.profile, index_dir=args.index_dir
+            tcp=args.tcp,
+            root=args.root,
+            profile=args.profile,
+            index_dir=args.index_dir,
+            resume_gc=collecting,
         )
     if args.cmd == "commands":
         _emit(args, registry.describe(), format_commands)

@@ -38,13 +38,13 @@ import logging
 import marshal
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType
 from typing import Any, NamedTuple
 
-__all__ = ["attrs_code_cache", "default_folder", "server_imports"]
+__all__ = ["attrs_code_cache", "default_folder", "lean_init_globals", "server_imports"]
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,79 @@ def attrs_code_cache(folder: Path) -> Iterator[None]:
             _write(path, _Table(code_used, names_used, volatile))
 
 
+#: the modules whose attrs classes get no copy of the module's namespace
+#: (:func:`lean_init_globals`)
+_LEAN_MODULES = frozenset({"lsprotocol.types"})
+
+
+class _ModulesWithout(Mapping[str, Any]):
+    """``sys.modules`` without some names (read-only; see :class:`_SysView`)."""
+
+    def __init__(self, hidden: frozenset[str]) -> None:
+        self._hidden = hidden
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self._hidden and name in sys.modules
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._hidden:
+            raise KeyError(name)
+        return sys.modules[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n in list(sys.modules) if n not in self._hidden)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _SysView:
+    """What ``attr._make`` sees as ``sys`` inside :func:`lean_init_globals`:
+    the real module, but for ``modules``."""
+
+    def __init__(self, hidden: frozenset[str]) -> None:
+        self.modules = _ModulesWithout(hidden)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys, name)
+
+
+@contextmanager
+def lean_init_globals(hidden: frozenset[str] = _LEAN_MODULES) -> Iterator[None]:
+    """Within the block, an attrs class defined in one of the *hidden*
+    modules gets no copy of that module's namespace in its methods' globals.
+
+    Why: attrs copies the whole namespace of a class's module (as far as it
+    is defined yet) into the globals of each class's generated ``__init__``
+    (twice: once for ``__init__``'s own script, again when it joins the
+    class's other methods), "so that ``typing.get_type_hints(C.__init__)``
+    resolves string types". ``lsprotocol.types`` defines its ~550 classes
+    one after the other in one ~800-name module: 208,000 dictionary entries,
+    5.5 MB the server keeps for good, and ~0.1 G instructions of its start
+    (issue 18). The generated methods never read those names (attrs hands
+    them their defaults, validators and converters by their own names), and
+    no one asks ``get_type_hints`` of an ``__init__`` there: pygls and
+    cattrs read the classes' fields (resolved by lsprotocol), never
+    ``__init__``'s globals; the methods' code is the same either way. How:
+    ``attr._make``'s global ``sys`` is a view whose ``modules`` does not
+    show the hidden modules; everything else is the real ``sys``. If
+    ``attr._make`` is not what this expects, nothing is changed.
+    """
+    try:
+        import attr._make as make
+    except ImportError:
+        yield
+        return
+    if vars(make).get("sys") is not sys:
+        yield  # not the attrs this was written for (or already inside)
+        return
+    make.sys = _SysView(hidden)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        make.sys = sys
+
+
 def default_folder() -> Path:
     """Where the file lives: ``code/`` in the cache folder
     (``$PYCSAMT_LSP_CACHE`` or ``~/.cache/pycsamt-lsp``)."""
@@ -178,7 +251,8 @@ def default_folder() -> Path:
 
 
 def _enabled() -> bool:
-    """Off with ``PYCSAMT_LSP_ATTRS_CACHE=0`` (to measure or rule it out)."""
+    """Off with ``PYCSAMT_LSP_ATTRS_CACHE=0`` (to measure or rule it out):
+    then neither the code cache nor :func:`lean_init_globals` is used."""
     return os.environ.get("PYCSAMT_LSP_ATTRS_CACHE", "1") != "0"
 
 
@@ -197,5 +271,5 @@ def server_imports() -> Iterator[None]:
     if not _enabled():
         yield
         return
-    with attrs_code_cache(default_folder()):
+    with attrs_code_cache(default_folder()), lean_init_globals():
         yield

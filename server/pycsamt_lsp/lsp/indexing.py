@@ -103,7 +103,7 @@ async def start(ls: PycsamtServer) -> None:
             await _until_model_wanted(ls)
             try:
                 await ls.run_blocking(
-                    "model load", _load_for_editing, ws, lane="command"
+                    "model load", _load_for_editing, ls, ws, lane="command"
                 )
             except Exception:  # diagnostics retry it on first use
                 log.exception("loading the package model failed")
@@ -116,6 +116,7 @@ async def start(ls: PycsamtServer) -> None:
 
                 ls.spawn(reembed(ls, ws))
     finally:
+        ls.resume_gc(collect=True)  # no open, or it failed (else done already)
         if not model_loaded.done():
             model_loaded.set_result(None)
     await folders.sync(ls, watch=watch_workspace)  # the other corpus folders
@@ -133,11 +134,16 @@ async def _until_model_wanted(ls: PycsamtServer) -> None:
         pass
 
 
-def _load_for_editing(ws: Workspace) -> None:
+def _load_for_editing(ls: PycsamtServer, ws: Workspace) -> None:
     """The package model, the editor analysis modules and the card tables,
     in a worker: the first hover, completion or diagnostics pass then pays
     none of it (the imports alone are ~0.15 s). The loaded ranking arrays
-    are made ready for a save's update too (``Published.prepare``)."""
+    are made ready for a save's update too (``Published.prepare``). First,
+    the cyclic collector paused for the start is back (the first answer is
+    out), after one collection of the start's garbage."""
+    import os
+
+    ls.resume_gc(collect=os.environ.get("XGC", "1") == "1")
     import pycsamt_lsp.analysis.editor  # noqa: F401 - imported for the first request
     from pycsamt_lsp.cards.card import warm
 
