@@ -323,8 +323,9 @@ class NumpyBert:
     dense layer is one 2-D GEMM on ``(batch * length, width)`` with weights
     transposed once at load time (BLAS at full speed; a 3-D matmul or a
     transposed view is several times slower); GELU, softmax and layer norm
-    work in place. Threads: the BLAS library's own (OpenBLAS uses every
-    core for the GEMMs, which are nine tenths of the time).
+    work in place, in buffers each worker thread reuses across batches.
+    Threads: batches in worker threads, each with a single-threaded BLAS
+    (:meth:`encode_ids`); the GEMMs are about three fifths of the time.
     """
 
     def __init__(self, model_dir: Path, max_len: int | None = None) -> None:
