@@ -192,7 +192,7 @@ def mask_triggered(text: str, *, python: bool = True) -> str:
 
 
 def _trigger_lines(text: str) -> list[int]:
-    """Indexes (in ``text.split("\n")``) of the lines :func:`may_hold_secret`
+    r"""Indexes (in ``text.split("\n")``) of the lines :func:`may_hold_secret`
     says yes to, in order, found by one scan of the whole text per regex
     instead of a lowering and two regex calls per line (most of masking a
     build's chunks: a text that triggers had all its lines tested).
