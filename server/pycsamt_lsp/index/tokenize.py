@@ -16,7 +16,7 @@ from itertools import chain
 
 from pycsamt_lsp.text.identifiers import STOPWORDS, identifier_parts
 
-__all__ = ["STOPWORDS", "term_counts", "tokenize", "word_tokens"]
+__all__ = ["STOPWORDS", "RunMemo", "term_counts", "tokenize", "word_tokens"]
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)*")
 
@@ -71,7 +71,24 @@ def _run_tokens(run: str) -> tuple[str, ...]:
     return _split_word(word) if word else ()
 
 
-def term_counts(text: str) -> Counter[str]:
+class RunMemo(dict[str, tuple[str, ...]]):
+    """A build's own memo of :func:`_run_tokens` (run -> its tokens), for
+    :func:`term_counts`' *memo*: a hit is a C dict lookup through
+    ``__getitem__``, about half what a hit of the ``lru_cache`` wrapper
+    costs (0.18 s against 0.30 s for the checkout's 2.36M runs). Made by
+    whoever runs a build and handed to every batch of one process (a build
+    worker unpickles its fixed arguments once), so it lives as long as that
+    build's process and is shared by nothing else: no module state."""
+
+    __slots__ = ()
+
+    def __missing__(self, run: str) -> tuple[str, ...]:
+        word = run.strip("_")
+        tokens = self[run] = _split_word(word) if word else ()
+        return tokens
+
+
+def term_counts(text: str, memo: RunMemo | None = None) -> Counter[str]:
     """Token -> count for *text*; the fast path used when indexing chunks.
 
     Exactly ``Counter(tokenize(text))``, same first-seen order, found without
@@ -80,7 +97,8 @@ def term_counts(text: str) -> Counter[str]:
     runs in C and each run's tokens looked up in a memo keyed by the run
     (:func:`_run_tokens`), the stream counted by ``Counter``'s C loop. The
     regex scan was half of tokenizing the sdist's 14.5 MB of chunk text
-    (0.82 -> 0.58 s for its 7.9k chunks).
+    (0.82 -> 0.58 s for its 7.9k chunks). *memo*: a build's
+    :class:`RunMemo`, used instead of the process-wide ``lru_cache``.
     """
     if not text:
         return Counter()
@@ -90,4 +108,5 @@ def term_counts(text: str) -> Counter[str]:
         .decode("ascii")
         .split()
     )
-    return Counter(chain.from_iterable(map(_run_tokens, runs)))
+    look = _run_tokens if memo is None else memo.__getitem__
+    return Counter(chain.from_iterable(map(look, runs)))
