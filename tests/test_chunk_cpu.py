@@ -20,8 +20,6 @@ from pycsamt_lsp.chunking.docs import _rst_heading, split_sections
 from pycsamt_lsp.text import secrets
 from pycsamt_lsp.text.markup import FENCE, MD_HEADING, RST_ADORNMENT
 
-pytestmark = pytest.mark.unit
-
 
 def _mask_per_line(text: str, python: bool) -> str:
     """``mask`` as it was: every line of a triggering text tested."""
@@ -171,3 +169,56 @@ def test_split_sections_keeps_other_line_breaks() -> None:
     text = "Title\r=====\rbody\x0cmore\u2028# Head\x85text\n"
     for suffix in (".md", ".rst"):
         assert split_sections(text, suffix) == _sections_per_line(text, suffix)
+
+
+# -- the build's tokenizer memo ---------------------------------------------
+
+
+def test_term_counts_with_a_run_memo_is_term_counts_in_order() -> None:
+    from pycsamt_lsp.index.tokenize import RunMemo, term_counts
+
+    rng = random.Random(5)
+    words = ["StaticShift", "estimate_ss_ama", "__init__", "x", "the", "HTTPServer"]
+    words += ["a__b", "_private", "2d", "Ünïcode", "dead band", "self", "v2_data"]
+    memo = RunMemo()
+    for _ in range(2000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        text = text.replace(" ", rng.choice([" ", "\n", ".", "(", "-"]), 2)
+        want = term_counts(text)
+        got = term_counts(text, memo)
+        assert got == want and list(got) == list(want), text
+    assert memo  # it was used
+
+
+def test_pack_batch_with_a_run_memo_packs_the_same_bytes(tmp_path) -> None:
+    import pickle
+
+    from pycsamt_lsp.corpus.profile import profile_from_dict
+    from pycsamt_lsp.index.tokenize import RunMemo
+    from pycsamt_lsp.model.state import pack_batch
+
+    profile = profile_from_dict(
+        {"name": "fixture", "package": "geo", "roots": ["geo", "docs"]}
+    )
+    (tmp_path / "geo").mkdir()
+    (tmp_path / "docs").mkdir()
+    files = {
+        "geo/__init__.py": '"""Geo package: StaticShift tools."""\n',
+        "geo/core.py": (
+            '"""Core."""\n\nclass StaticShiftAgent:\n    """Fix a static shift."""\n\n'
+            "    def run(self, api_key=None, n_iter=3):\n"
+            '        """Run it."""\n        return n_iter\n\n\n'
+            'def estimate_ss_ama(data):\n    """AMA estimate."""\n    return data\n'
+        ),
+        "docs/guide.rst": "Guide\n=====\n\nUse StaticShiftAgent.\n\nMore\n----\n\ntoken: abc\n",
+    }
+    jobs = []
+    for rel, text in sorted(files.items()):
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+        jobs.append((rel, str(tmp_path / rel), True, rel.endswith(".py")))
+    plain = pack_batch((profile, str(tmp_path), jobs))
+    memo = RunMemo()
+    with_memo = pack_batch((profile, str(tmp_path), memo, jobs))
+    assert sum(len(f[3][3]) for f in plain if f[3] is not None) >= 5  # chunk ids
+    assert pickle.dumps(with_memo) == pickle.dumps(plain)
+    assert memo
