@@ -29,11 +29,11 @@ def masked(
     part of a text it finds nothing in: words and token shapes never span a
     line end, and the docstring is followed by one)."""
     from pycsamt_lsp.pyast.docstrings import mark_clean
-    from pycsamt_lsp.text.secrets import mask, mask_tree, may_hold_secret
+    from pycsamt_lsp.text.secrets import mask_tree, mask_triggered, may_hold_secret
 
     for i, c in enumerate(chunks):
         if may_hold_secret(c.text):
-            new = mask(c.text, python=python)
+            new = mask_triggered(c.text, python=python)
             if new != c.text:  # metadata comes from the same lines
                 c.text = new
                 c.metadata = mask_tree(c.metadata, python=python)  # type: ignore[assignment]

@@ -25,7 +25,7 @@ from pycsamt_lsp.chunking import Chunk, FileChunks, chunk_file
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.corpus.safety import MODEL_MAX_BYTES, read_regular, screen, shown
 from pycsamt_lsp.index import heap
-from pycsamt_lsp.index.tokenize import term_counts
+from pycsamt_lsp.index.tokenize import RunMemo, term_counts
 from pycsamt_lsp.model.deferred import DeferredModuleInfo, HeadModuleInfo, deferrable
 from pycsamt_lsp.model.extract import module_head
 from pycsamt_lsp.model.package import (
@@ -148,12 +148,16 @@ def process_file(
 
 
 def _parse(
-    rel: str, data: bytes, profile: Profile, index: bool
+    rel: str,
+    data: bytes,
+    profile: Profile,
+    index: bool,
+    runs: RunMemo | None = None,
 ) -> tuple[FileChunks, ModuleInfo | None]:
     """Chunks with their term counts (``fc.counts``) and module facts, from
-    one parse; the tree is dropped."""
+    one parse; the tree is dropped. *runs*: the build's tokenizer memo."""
     fc = chunk_file(rel, data, profile) if index else FileChunks([])
-    fc.counts = [term_counts(c.text) for c in fc.chunks]
+    fc.counts = [term_counts(c.text, runs) for c in fc.chunks]
     info = module_info(rel, data, profile.package, fc.tree)
     fc.tree = None
     return fc, info
@@ -215,7 +219,10 @@ def worker_init() -> None:
     heap.no_gc()
 
 
-def pack_batch(args: tuple[Profile, str, list[BuildJob]]) -> list[PackedFile]:
+def pack_batch(
+    args: tuple[Profile, str, list[BuildJob]]
+    | tuple[Profile, str, RunMemo, list[BuildJob]],
+) -> list[PackedFile]:
     """A streamed build's work item: read, chunk, tokenize and model files.
 
     Runs in a worker process. What goes back is compact and final: bytes
@@ -223,10 +230,15 @@ def pack_batch(args: tuple[Profile, str, list[BuildJob]]) -> list[PackedFile]:
     parse results; the parent only maps each file's distinct terms to
     global ids and copies bytes into the index files (``index.store``), so
     its share of the build stays small and overlaps the parsing.
+    ``(profile, root, memo, jobs)``: *memo* is the calling process's
+    :class:`~pycsamt_lsp.index.tokenize.RunMemo` for this build (one per
+    process, every batch of it: a worker's fixed arguments are unpickled
+    once), the output unchanged; without it the tokenizer's ``lru_cache``.
     """
-    profile, root, jobs = args
+    profile, root, *memo, jobs = args
     terms = BatchTerms(jobs[0][0] if jobs else "")
-    return [_pack_file(profile, Path(root), job, terms) for job in jobs]
+    runs = memo[0] if memo else None
+    return [_pack_file(profile, Path(root), job, terms, runs) for job in jobs]
 
 
 class BatchTerms(dict[str, int]):
@@ -251,7 +263,11 @@ class BatchTerms(dict[str, int]):
 
 
 def _pack_file(
-    profile: Profile, root: Path, job: BuildJob, terms: BatchTerms
+    profile: Profile,
+    root: Path,
+    job: BuildJob,
+    terms: BatchTerms,
+    runs: RunMemo | None = None,
 ) -> PackedFile:
     """One file, read here (the parent never holds the corpus's bytes)."""
     rel, path_s, indexed, modelled = job
@@ -269,7 +285,7 @@ def _pack_file(
             else:
                 digest = hashlib.sha256(data).digest()
         if data is not None:
-            fc, info = _parse(rel, data, profile, True)
+            fc, info = _parse(rel, data, profile, True, runs)
             chunks = _pack_chunks(fc, terms)
             return (
                 rel,

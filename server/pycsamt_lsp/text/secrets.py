@@ -25,6 +25,7 @@ __all__ = [
     "mask_params",
     "mask_secrets",
     "mask_tree",
+    "mask_triggered",
     "may_hold_secret",
     "scrub",
 ]
@@ -174,13 +175,46 @@ def mask(text: str, *, python: bool = True) -> str:
     lines: then the whole text does)."""
     if not may_hold_secret(text):
         return text
+    return mask_triggered(text, python=python)
+
+
+def mask_triggered(text: str, *, python: bool = True) -> str:
+    """:func:`mask` of a *text* :func:`may_hold_secret` already said yes to
+    (the pre-check is not run twice: ``chunking.masking`` asks it first)."""
     if _KEY_BLOCK.search(text):
         return mask_secrets(text, python=python)[0]
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if may_hold_secret(line):
-            lines[i] = mask_secrets(line, python=python)[0]
-    return "\n".join(lines)
+    lines: list[str] | None = None
+    for i in _trigger_lines(text):
+        if lines is None:
+            lines = text.split("\n")
+        lines[i] = mask_secrets(lines[i], python=python)[0]
+    return text if lines is None else "\n".join(lines)
+
+
+def _trigger_lines(text: str) -> list[int]:
+    r"""Indexes (in ``text.split("\n")``) of the lines :func:`may_hold_secret`
+    says yes to, in order, found by one scan of the whole text per regex
+    instead of a lowering and two regex calls per line (most of masking a
+    build's chunks: a text that triggers had all its lines tested).
+
+    Why it is exact: no match of :data:`_TRIGGER_LOW` or
+    :data:`_TRIGGER_SHAPE` spans a line end (their alternatives are
+    literals, ``[_-]?``, ``[^/\s]*`` and a ``\b`` that a line end satisfies as
+    the end of a line does), so a line holds a match exactly when a scan of
+    the whole text finds one starting in it (the leftmost match of the line
+    cannot lie inside an earlier match: that one would have to span the
+    line end); lowering maps no character to or from ``\n`` and looks no
+    further than the line for its context (final sigma), so the lowered
+    text's lines are the lowered lines."""
+    found: set[int] = set()
+    for hay, pat in ((text.lower(), _TRIGGER_LOW), (text, _TRIGGER_SHAPE)):
+        line = pos = 0
+        for m in pat.finditer(hay):
+            at = m.start()
+            line += hay.count("\n", pos, at)
+            pos = at
+            found.add(line)
+    return sorted(found)
 
 
 def mask_default(name: str, default: str | None) -> str | None:
