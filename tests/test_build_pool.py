@@ -277,7 +277,7 @@ def test_the_early_batch_is_the_largest_listed_file_and_a_wrong_guess_is_redone(
         return message(self, w, key, item)
 
     def recording_pack(args):
-        here.extend(args[2])
+        here.extend(args[-1])
         return pack(args)
 
     monkeypatch.setattr(PipePool, "message", recording_message)

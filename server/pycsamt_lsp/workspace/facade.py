@@ -608,12 +608,13 @@ class Workspace:
         """
         if pools or self.workers < 2:
             return
+        from pycsamt_lsp.index.tokenize import RunMemo
         from pycsamt_lsp.index.workers import PipePool
 
         pool = PipePool(
             self.workers - 1,
             "pycsamt_lsp.model.state:pack_batch",
-            (self.profile, str(self.root)),
+            (self.profile, str(self.root), RunMemo()),
             spares=self.spare_workers,
         )
         stack.callback(pool.close, kill=True)
@@ -668,8 +669,11 @@ class Workspace:
         (*modules* says whether a guess was right; if not, its answer is
         parsed again).
         """
+        from pycsamt_lsp.index.tokenize import RunMemo
         from pycsamt_lsp.index.workers import batch_target, ordered, plan_batches
         from pycsamt_lsp.model.state import pack_batch
+
+        memo = RunMemo()  # this process's tokenizer memo for the build
 
         known = sizes or {}
         sizes_of = []
@@ -684,7 +688,8 @@ class Workspace:
         batches = plan_batches(sizes_of, self.workers)
         if pool is None:
             args = (
-                (self.profile, str(self.root), [jobs[i] for i in b]) for b in batches
+                (self.profile, str(self.root), memo, [jobs[i] for i in b])
+                for b in batches
             )
             yield from _in_order(batches, map(pack_batch, args))
             return
@@ -708,7 +713,7 @@ class Workspace:
         yield from ordered(
             batches,
             lambda b: [jobs[i] for i in b],
-            lambda item: pack_batch((profile, root, item)),
+            lambda item: pack_batch((profile, root, memo, item)),
             pool,
             big=big,
             sent=sent,
