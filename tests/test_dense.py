@@ -445,7 +445,7 @@ def _by_hand(ws, k, *, prf, dense_n, q=Q):
 def test_without_its_stages_the_fusion_is_design_5_exactly(hashed_ws):
     ws = hashed_ws
     k = 3
-    res = dense_query(ws, Q, k, disable=("bm25_first", "dense_depth"))
+    res = dense_query(ws, Q, k, disable=("bm25_first", "dense_depth", *C1))
     assert res["retrieval"] == "dense+bm25"
     assert res["embed_model"] == "hashing-v1-512"
     assert res["fusion_stages"] == [] and res["dense_anchor"] is None
@@ -460,7 +460,7 @@ def test_without_its_stages_the_fusion_is_design_5_exactly(hashed_ws):
 def test_prf_stage_pulls_the_query_toward_bm25s_first_hit(hashed_ws):
     ws = hashed_ws
     k = 3
-    res = dense_query(ws, Q, k, disable=("bm25_first", "dense_depth", "+prf"))
+    res = dense_query(ws, Q, k, disable=("bm25_first", "dense_depth", "+prf", *C1))
     bm_ids, _, order = _by_hand(ws, k, prf=PRF_WEIGHT, dense_n=pool_size(k))
     assert res["dense_anchor"] == bm_ids[0] and PRF_WEIGHT == 0.25
     assert res["fusion_stages"] == ["prf"]
@@ -471,7 +471,14 @@ def test_prf_stage_pulls_the_query_toward_bm25s_first_hit(hashed_ws):
 def test_default_fusion_keeps_bm25_first_and_fuses_the_dense_top_k(hashed_ws):
     ws = hashed_ws
     k = 3
-    res = dense_query(ws, Q, k)
+    assert dense_query(ws, Q, k)["fusion_stages"] == [
+        "bm25_first",
+        "dense_depth",
+        "dense_no_docs",
+        "first_margin",
+        "first_page",
+    ]
+    res = dense_query(ws, Q, k, disable=C1)
     assert res["fusion_stages"] == ["bm25_first", "dense_depth", "first_margin"]
     # BM25's first hit leads clearly here, so first_margin keeps it first
     assert bm25_margin(ws.query(Q, 2)["results"]) >= FIRST_MARGIN
@@ -484,12 +491,15 @@ def test_default_fusion_keeps_bm25_first_and_fuses_the_dense_top_k(hashed_ws):
     assert scores == sorted(scores, reverse=True)
     assert scores[0] == pytest.approx(max(expected.values()), abs=1e-6)
     # first_margin refines bm25_first: without it, it is not reported
-    assert fusion_stages(("bm25_first",)) == {"dense_depth"}
-    off = {"prf", "first_page", "dense_no_docs"}
-    assert off == FUSION_OFF_BY_DEFAULT
-    assert fusion_stages(("+prf", "field_head")) == set(FUSION_STAGES) - (off - {"prf"})
-    assert fusion_stages(tuple(f"+{x}" for x in off)) == set(FUSION_STAGES)
+    assert fusion_stages(("bm25_first",)) == {"dense_depth", "dense_no_docs"}
+    assert {"prf"} == FUSION_OFF_BY_DEFAULT
+    assert fusion_stages(("+prf", "field_head")) == set(FUSION_STAGES)
+    assert fusion_stages(C1) == set(FUSION_STAGES) - {"prf", *C1}
 
+
+#: session 7's two stages (on by default) switched off: the fusion the by-hand
+#: expectations below spell out (their own tests switch them on one at a time)
+C1 = ("first_page", "dense_no_docs")
 
 #: a fixture query whose two best BM25 scores are within 5% (ratio 1.0005;
 #: "bool shift", 1.02 before session 5's ranking, is 1.107 since)
@@ -504,14 +514,14 @@ def test_first_margin_lets_rrf_decide_a_near_tie(hashed_ws):
     k = 3
     pool = ws.query(NEAR_TIE, pool_size(k))["results"]
     assert 1.0 <= bm25_margin(pool) < FIRST_MARGIN == 1.05
-    res = dense_query(ws, NEAR_TIE, k)
+    res = dense_query(ws, NEAR_TIE, k, disable=C1)
     assert res["fusion_stages"] == ["bm25_first", "dense_depth", "first_margin"]
     bm_ids, expected, order = _by_hand(ws, k, prf=0.0, dense_n=k, q=NEAR_TIE)
     assert [r["id"] for r in res["results"]] == order[:k]
     assert res["results"][0]["id"] != bm_ids[0]  # RRF put another chunk first
     for r in res["results"]:
         assert r["score"] == pytest.approx(expected[r["id"]], abs=1e-6)
-    off = dense_query(ws, NEAR_TIE, k, disable=("first_margin",))
+    off = dense_query(ws, NEAR_TIE, k, disable=("first_margin", *C1))
     assert off["fusion_stages"] == ["bm25_first", "dense_depth"]
     want = [bm_ids[0], *(c for c in order if c != bm_ids[0])][:k]
     assert [r["id"] for r in off["results"]] == want
@@ -527,9 +537,9 @@ def test_each_fusion_stage_changes_a_first_page(hashed_ws):
         ("dense_depth", Q),
         ("first_margin", NEAR_TIE),
     ):
-        on = dense_query(ws, q, 3)
-        off = dense_query(ws, q, 3, disable=(name,))
-        assert off["fusion_stages"] == sorted(fusion_stages((name,)))
+        on = dense_query(ws, q, 3, disable=C1)
+        off = dense_query(ws, q, 3, disable=(name, *C1))
+        assert off["fusion_stages"] == sorted(fusion_stages((name, *C1)))
         assert name not in off["fusion_stages"]
         assert [r["id"] for r in on["results"]] != [r["id"] for r in off["results"]]
         if name == "bm25_first":  # off: BM25's first hit is demoted by RRF
@@ -542,9 +552,9 @@ def test_first_page_breaks_a_near_tie_among_bm25s_first_page(hashed_ws):
     (ties: BM25's order), never to a chunk BM25 ranks below its first page;
     the rest is RRF's order. With k = 1 that is BM25's first result."""
     ws = hashed_ws
-    on = ("+first_page",)
+    on = ("dense_no_docs",)  # first_page on (the default), alone
     bm_ids, expected, order = _by_hand(ws, 1, prf=0.0, dense_n=1, q=NEAR_TIE)
-    plain = dense_query(ws, NEAR_TIE, 1)
+    plain = dense_query(ws, NEAR_TIE, 1, disable=C1)
     assert plain["results"][0]["id"] == order[0] != bm_ids[0]
     res = dense_query(ws, NEAR_TIE, 1, disable=on)
     assert "first_page" in res["fusion_stages"]
@@ -563,10 +573,10 @@ def test_first_page_breaks_a_near_tie_among_bm25s_first_page(hashed_ws):
     # (bm25_first unconditional) the stage has nothing to refine
     clear = dense_query(ws, Q, 3, disable=on)
     assert [r["id"] for r in clear["results"]] == [
-        r["id"] for r in dense_query(ws, Q, 3)["results"]
+        r["id"] for r in dense_query(ws, Q, 3, disable=C1)["results"]
     ]
-    assert "first_page" not in fusion_stages(("first_margin", "+first_page"))
-    assert "first_page" not in fusion_stages(("bm25_first", "+first_page"))
+    assert "first_page" not in fusion_stages(("first_margin",))
+    assert "first_page" not in fusion_stages(("bm25_first",))
 
 
 def test_dense_no_docs_leaves_prose_to_bm25(hashed_ws):
@@ -574,14 +584,14 @@ def test_dense_no_docs_leaves_prose_to_bm25(hashed_ws):
     ``docs/guide.rst`` reaches Q's page through the vectors only), while a doc
     section BM25 ranks keeps its place."""
     ws = hashed_ws
-    on = ("+dense_no_docs",)
+    on = ("first_page",)  # dense_no_docs on (the default), alone
     store = load_store(ws.index_dir)
     qv = HashingBackend().embed([Q])
     plain = dense_ranking(ws, store, qv, 50)
     kept = dense_ranking(ws, store, qv, 50, skip_kinds=("doc_section",))
     assert any(c.startswith("docs/") for c, _ in plain)
     assert kept == [(c, v) for c, v in plain if not c.startswith("docs/")]
-    base = dense_query(ws, Q, 3)
+    base = dense_query(ws, Q, 3, disable=C1)
     res = dense_query(ws, Q, 3, disable=on)
     assert "dense_no_docs" in res["fusion_stages"]
     assert any(r["kind"] == "doc_section" for r in base["results"])

@@ -158,7 +158,13 @@ def test_build_embed_minilm_query_dense_and_refresh(corpus):  # pragma: no cover
     )
     assert res["retrieval"] == "dense+bm25", res.get("dense_error")
     assert res["embed_model"] == "minilm:all-MiniLM-L6-v2"
-    assert res["fusion_stages"] == ["bm25_first", "dense_depth", "first_margin"]
+    assert res["fusion_stages"] == [
+        "bm25_first",
+        "dense_depth",
+        "dense_no_docs",
+        "first_margin",
+        "first_page",
+    ]
     assert res["dense_anchor"] is None and res["n_dense"] <= 3  # prf is off
     assert "pkg.core.shift.correct_shift" in [r["symbol"] for r in res["results"]]
     phase = root / "pkg/phase.py"

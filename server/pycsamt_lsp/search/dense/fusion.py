@@ -38,7 +38,7 @@ switches on one that is off by default); with ``disable=("bm25_first",
   ``bm25_first`` froze, and there the dense list's vote is worth having;
   a clear BM25 winner (the bundled questions' usual case) stays first.
   Switched off, the fusion is session 4's (``bm25_first`` unconditional).
-- ``first_page`` (off, session 7): on a near tie (``first_margin`` let RRF
+- ``first_page`` (on since session 7's split-5 run): on a near tie (``first_margin`` let RRF
   decide), rank 1 goes to the best-fused of BM25's first page (its top
   *k*), not to any chunk of the fusion. Why: RRF gives a chunk both lists
   rank somewhere more than BM25's first result gets alone, so on the
@@ -47,7 +47,7 @@ switches on one that is off by default); with ``disable=("bm25_first",
   BM25 ranks 11th (bundled loading MRR@10 0.625). A near tie is a tie
   between results BM25 ranks high; the dense vote should break it among
   them. The rest of the page is RRF's order.
-- ``dense_no_docs`` (off, session 7): the dense list ranks no
+- ``dense_no_docs`` (on since session 7's split-5 run): the dense list ranks no
   ``doc_section`` chunk; prose reaches the page through BM25 only. Why: on
   the checkout, doc sections were 44% of the dense top 10s on the tuning
   questions (the sdist's: 1%) and 54% of the chunks the dense list
@@ -65,8 +65,11 @@ default fusion (paired difference -0.002 [-0.006, +0.000] and -0.001
 checkout loading MRR@10 0.625); checkout paraphrase wf@10 0.774 -> 0.806
 (BM25 0.790). Of their neighbours, rank 1 among BM25's top 2 or 3 instead
 of its first page cost 0.004-0.009 on tuning; a dense list without recipes
-too lowered tuning wf@10 (0.851 checkout). They stay off until a frozen
-split that neither has seen says otherwise.
+too lowered tuning wf@10 (0.851 checkout). On the blind split 5 and the
+pooled frozen splits 1-5 (``benchmarks/ranking_frozen_plan.md``) fused -
+BM25 MRR@10 was +0.025 [+0.014, +0.037] (sdist) and +0.024 [+0.010,
++0.038] (checkout) with them, +0.026 and +0.014 [-0.003, +0.030] without,
+so they are on.
 - ``prf`` (off): the query vector pulled a quarter of the way
   (:data:`PRF_WEIGHT`) toward BM25's first result,
   ``q' = norm(norm(q) + 0.25 * v(top1))`` (pseudo-relevance feedback). It
@@ -162,9 +165,10 @@ FUSION_STAGES: tuple[str, ...] = (
     "first_page",
 )
 #: Fusion stages that run only when switched on with ``"+name"``.
-FUSION_OFF_BY_DEFAULT: frozenset[str] = frozenset(
-    {"prf", "first_page", "dense_no_docs"}
-)
+#: ``first_page`` and ``dense_no_docs`` were off until session 7's
+#: pre-registered split-5 run (benchmarks/ranking_frozen_plan.md, DF) met
+#: the dense rule on both corpora where the fusion without them did not.
+FUSION_OFF_BY_DEFAULT: frozenset[str] = frozenset({"prf"})
 #: Chunk kinds the dense list leaves to BM25 while ``dense_no_docs`` is on.
 DENSE_SKIP_KINDS: frozenset[str] = frozenset({"doc_section"})
 
