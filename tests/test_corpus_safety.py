@@ -265,12 +265,13 @@ def test_safety_helpers(tmp_path: Path):
 
 
 def test_stale_temps_of_a_killed_write_are_removed(tmp_path: Path):
-    for name in (".chunks.jsonl.abc123", ".meta.json.x9", ".index.npz.q"):
+    names = (".chunks.jsonl.abc123", ".meta.json.x9", ".index.npz.q")
+    for name in (*names, ".fresh.json.k2", ".names.npz.z7"):
         (tmp_path / name).write_bytes(b"partial")
         os.utime(tmp_path / name, (1, 1))
     (tmp_path / ".chunks.jsonl.live").write_bytes(b"being written")
     (tmp_path / "chunks.jsonl").write_bytes(b"kept")
-    assert remove_stale_temps(tmp_path) == 3
+    assert remove_stale_temps(tmp_path) == 5
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".chunks.jsonl.live",
         "chunks.jsonl",
