@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if args.also:
         cfgs.append((args.also, {**cap, "disable": tuple(args.also.split(","))}))
+    # rank_identity.compare takes (name, old side's kwargs, new side's kwargs)
+    both = [(name, kw, kw) for name, kw in cfgs]
     with tempfile.TemporaryDirectory(prefix="rank-identity-r1-") as tmpd:
         tmp = Path(tmpd)
         copy = tmp / "corpus"
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         b = ri.ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
         status = 0
         for p in ("cold", "warm"):
-            n, bad, worst, ex = ri.compare(a, b, qs, cfgs)
+            n, bad, worst, ex = ri.compare(a, b, qs, both)
             print(
                 f"{p}: {args.against} vs working tree, {len(qs)} queries x "
                 f"{len(cfgs)} configurations: {n} rankings, {bad} differ; "

@@ -335,8 +335,10 @@ class BM25Index:
         over), a few MB."""
         return {}
 
-    def _term_weights(self, tid: int, idf: float) -> tuple[np.ndarray, ...]:
-        """:attr:`_weights` of one term: its postings' slots (views of the
+    def term_weights(self, tid: int, idf: float) -> tuple[np.ndarray, ...]:
+        """:attr:`_weights` of one term, computed (never from or into the cache,
+        so a caller with its own cache, ``search/fold.FoldWeights``, gets the
+        same bits): its postings' slots (views of the
         segments) and ``term_score`` with the per-document denominator part
         precomputed, element by element the operations the vector over all
         query terms did."""
@@ -380,7 +382,7 @@ class BM25Index:
             missing = [i for i, r in enumerate(rows) if r is None]
             idf = self.idf(np.array([terms[i] for i in missing], np.int64)).tolist()
             for i, w in zip(missing, idf, strict=True):
-                rows[i] = row = self._term_weights(terms[i], np.float64(w))
+                rows[i] = row = self.term_weights(terms[i], np.float64(w))
                 size = len(row[0]) + len(row[2])
                 if size <= _CACHED_POSTINGS:
                     if self._cached[0] + size > _CACHED_POSTINGS:

@@ -90,39 +90,15 @@ class FoldWeights:
     the query's words keep theirs. A save's snapshot starts a new one
     (new idf and lengths).
 
-    :meth:`scores` is ``bm.scores(terms)``, the same bits: the same term
-    weight (``idf (tf (k1 + 1)) / (tf + k1 (1 - b + b dl / avgdl))``,
-    element by element the same operations) and the same summation order
+    :meth:`scores` is ``bm.scores(terms)``, the same bits: each term's
+    weights come from ``bm.term_weights`` (what fills the body index's
+    cache, not the cache) and are summed in the same order
     (one ``bincount``, main segment then delta, each in first-seen term
     order). ``tests/test_ranking_stages.py`` compares the two.
     """
 
-    rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(
-        default_factory=dict
-    )
+    rows: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
     size: int = 0
-    #: ``k1 (1 - b + b dl / avgdl)`` per slot, made on first use (as the
-    #: body index's own, the same numbers)
-    norm: np.ndarray | None = None
-
-    def _row(
-        self, bm: BM25Index, tid: int, idf: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Term *tid*'s postings and weights, per segment (main, delta)."""
-        k1, b = bm.k1, bm.b
-        norm = self.norm
-        if norm is None:
-            norm = self.norm = k1 * (1.0 - b + b * bm.doc_len / (bm.avgdl or 1.0))
-        out: list[np.ndarray] = []
-        for ptr, pdoc, ptf in (
-            (bm.main_ptr, bm.main_doc, bm.main_tf),
-            (bm.delta_ptr, bm.delta_doc, bm.delta_tf),
-        ):
-            s, e = (int(ptr[tid]), int(ptr[tid + 1])) if len(pdoc) else (0, 0)
-            d = pdoc[s:e] if e > s else _NO_DOCS
-            f = ptf[s:e].astype(np.float64)
-            out += (d, np.float64(idf) * (f * (k1 + 1.0)) / (f + norm[d]))
-        return out[0], out[1], out[2], out[3]
 
     def scores(self, bm: BM25Index, terms: Iterable[str]) -> np.ndarray:
         """The body BM25 of every slot for the unique *terms* (0 for dead
@@ -141,7 +117,7 @@ class FoldWeights:
             missing = [i for i, r in enumerate(full) if r is None]
             idf = bm.idf(np.array([ids[i] for i in missing], np.int64)).tolist()
             for i, w in zip(missing, idf, strict=True):
-                full[i] = row = self._row(bm, ids[i], w)
+                full[i] = row = bm.term_weights(ids[i], np.float64(w))
                 size = len(row[0]) + len(row[2])
                 if size <= FOLD_POSTINGS:
                     if self.size + size > FOLD_POSTINGS:
