@@ -15,15 +15,10 @@ from pycsamt_lsp.storage.atomic import (
 )
 
 
-def test_writes_replace_the_file(tmp_path: Path):
-    p = tmp_path / "f.json"
-    atomic_write_text(p, "one")
-    atomic_write_bytes(p, b"two")
-    assert p.read_bytes() == b"two"
-    assert [x.name for x in tmp_path.iterdir()] == ["f.json"]
-
-
-def test_data_is_synced_before_the_rename(tmp_path: Path, monkeypatch):
+@pytest.fixture
+def io_events(monkeypatch) -> list[str]:
+    """The order of ``fsync`` and ``replace`` calls the atomic writers make
+    (each call still done for real)."""
     events: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(
@@ -34,6 +29,19 @@ def test_data_is_synced_before_the_rename(tmp_path: Path, monkeypatch):
         "replace",
         lambda a, b: (events.append("replace"), real_replace(a, b))[1],
     )
+    return events
+
+
+def test_writes_replace_the_file(tmp_path: Path):
+    p = tmp_path / "f.json"
+    atomic_write_text(p, "one")
+    atomic_write_bytes(p, b"two")
+    assert p.read_bytes() == b"two"
+    assert [x.name for x in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_data_is_synced_before_the_rename(tmp_path: Path, io_events: list[str]):
+    events = io_events
     atomic_write_text(tmp_path / "x", "data")
     assert events == ["fsync", "replace"]
 
@@ -91,17 +99,8 @@ def test_a_discarded_or_failed_stage_leaves_the_old_file_and_no_temp(tmp_path: P
     assert [x.name for x in tmp_path.iterdir()] == ["f.bin"]
 
 
-def test_a_stage_is_synced_before_its_rename(tmp_path: Path, monkeypatch):
-    events: list[str] = []
-    real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(
-        atomic.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1]
-    )
-    monkeypatch.setattr(
-        atomic.os,
-        "replace",
-        lambda a, b: (events.append("replace"), real_replace(a, b))[1],
-    )
+def test_a_stage_is_synced_before_its_rename(tmp_path: Path, io_events: list[str]):
+    events = io_events
     staged = atomic.staged_write(tmp_path / "x", lambda fh: fh.write(b"data"))
     assert events == ["fsync"]
     staged.commit()
@@ -109,18 +108,9 @@ def test_a_stage_is_synced_before_its_rename(tmp_path: Path, monkeypatch):
 
 
 def test_a_write_that_need_not_be_durable_is_renamed_unsynced(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, io_events: list[str]
 ):
-    events: list[str] = []
-    real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(
-        atomic.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1]
-    )
-    monkeypatch.setattr(
-        atomic.os,
-        "replace",
-        lambda a, b: (events.append("replace"), real_replace(a, b))[1],
-    )
+    events = io_events
     p = tmp_path / "manifest.json"
     atomic_write(p, lambda fh: fh.write(b"{}"), durable=False)
     assert events == ["replace"]
