@@ -59,10 +59,10 @@ from pycsamt_lsp.lsp import (
 from pycsamt_lsp.lsp.offload import Offload
 from pycsamt_lsp.lsp.protocol import OneLineFormatter, PycsamtProtocol, is_parse_error
 from pycsamt_lsp.lsp.settings import Settings
-from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:
     from pycsamt_lsp.analysis.editor import BufferCache
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["FEATURES", "INDEX_STATE", "PycsamtServer", "create_server", "serve"]
 
@@ -114,6 +114,9 @@ class PycsamtServer(LanguageServer):
         self.config_done = False
         self.started_key: tuple | None = None
         self.start_task: asyncio.Task | None = None
+        #: the engine's imports, started once ``initialize`` is answered
+        #: (:func:`.indexing.preload`)
+        self.preloaded: asyncio.Task | None = None
         #: multi-root: the other folders' workspaces by resolved root (lsp.folders)
         self.extra: dict[str, Workspace] = {}
         self.extra_opened: dict[str, asyncio.Future] = {}
