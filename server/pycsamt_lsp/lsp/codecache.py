@@ -38,13 +38,20 @@ import logging
 import marshal
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType
 from typing import Any, NamedTuple
 
-__all__ = ["attrs_code_cache", "default_folder", "lean_init_globals", "server_imports"]
+__all__ = [
+    "StartCodeCache",
+    "attrs_code_cache",
+    "default_folder",
+    "lean_init_globals",
+    "server_imports",
+    "start_code_cache",
+]
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +79,13 @@ def _empty() -> _Table:
     return _Table({}, {}, frozenset())
 
 
-def _read(path: Path) -> _Table:
+def _read(path: Path, header: tuple[str, ...] = _HEADER) -> _Table:
     """The table in *path*, or an empty one (missing, damaged, foreign)."""
     try:
         data = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return _empty()
-    if not (isinstance(data, tuple) and len(data) == 4 and data[0] == _HEADER):
+    if not (isinstance(data, tuple) and len(data) == 4 and data[0] == header):
         return _empty()
     code, names, volatile = data[1:]
     if not (
@@ -103,12 +110,12 @@ def _key(source: str, filename: str, mode: str) -> bytes:
     return h.digest()
 
 
-def _write(path: Path, table: _Table) -> None:
+def _write(path: Path, table: _Table, header: tuple[str, ...] = _HEADER) -> None:
     from pycsamt_lsp.storage.atomic import atomic_write_bytes
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, marshal.dumps((_HEADER, *table)))
+        atomic_write_bytes(path, marshal.dumps((header, *table)))
     except (OSError, ValueError) as exc:
         log.debug("attrs code cache not written: %s", exc)
 
@@ -167,6 +174,111 @@ def attrs_code_cache(folder: Path) -> Iterator[None]:
         volatile = frozenset(volatile_seen)
         if missed or len(code_used) != len(known.code) or volatile != known.volatile:
             _write(path, _Table(code_used, names_used, volatile))
+
+
+#: First item of the cattrs file (:class:`StartCodeCache`).
+_CATTRS_HEADER = (
+    "pycsamt-lsp cattrs code 1",
+    sys.version,
+    sys.implementation.cache_tag,
+)
+#: entries the cattrs file keeps at most: past it (new cattrs or lsprotocol
+#: sources), only what the start that went over used is kept
+CATTRS_CAP = 4096
+
+
+class StartCodeCache:
+    """The functions cattrs generates during a server's start, compiled once.
+
+    Why: pygls structures every message and unstructures every answer with
+    functions cattrs writes as Python source and compiles, one per LSP class
+    the first time it is met: ~70 ``compile`` calls (~80 KB of source) from
+    the converter's set-up to the first answer, ~15 ms of CPU on a loaded
+    2-core machine (issue 18: warm start). Same idea as
+    :func:`attrs_code_cache`, over a window that ends after the first answer
+    (:meth:`stop`) and its own file, ``cattrs-code-<tag>.marshal``: which
+    classes a start meets depends on the client (its capabilities, what it
+    sends first), so the file keeps the union of what starts used (up to
+    :data:`CATTRS_CAP` entries) instead of the last start's, and is
+    rewritten only when a start compiled something it did not hold. A
+    generated file name whose source differs from start to start is
+    volatile (compiled every time, not kept), as there.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / f"cattrs-code-{sys.implementation.cache_tag}.marshal"
+        self._module: Any = None
+        self._known = _empty()
+        self._code: dict[_Key, CodeType] = {}
+        self._names: dict[str, _Key] = {}
+        self._volatile: set[str] = set()
+        self._missed = 0
+
+    def install(self) -> bool:
+        """Stand in for ``cattrs.gen``'s ``compile``; False (nothing done)
+        when cattrs is not what this expects."""
+        try:
+            import cattrs.gen as gen
+        except ImportError:
+            return False
+        fn = getattr(gen, "make_dict_unstructure_fn_from_attrs", None)
+        code = getattr(fn, "__code__", None)
+        if "compile" in vars(gen) or code is None or "compile" not in code.co_names:
+            return False
+        self._known = _read(self.path, _CATTRS_HEADER)
+        flags = _future_flags(code)
+        builtin = compile
+        known = self._known
+
+        def cached(source: Any, filename: Any, mode: str, *args: Any, **kw: Any) -> Any:
+            if args or kw or type(source) is not str or type(filename) is not str:
+                return builtin(source, filename, mode, *args, **kw)
+            key = _key(source, filename, mode)
+            code = known.code.get(key)
+            if code is None:
+                code = builtin(source, filename, mode, flags, True)
+                if filename in known.volatile or known.names.get(filename, key) != key:
+                    self._volatile.add(filename)  # compiled, not kept
+                    return code
+                self._missed += 1
+            self._code[key] = code
+            self._names[filename] = key
+            return code
+
+        gen.compile = cached  # type: ignore[attr-defined]
+        self._module = gen
+        return True
+
+    def stop(self) -> Callable[[], None] | None:
+        """End the window (on the thread that runs the converter: the event
+        loop's); returns the write of the file to run elsewhere, or None
+        when the file holds everything this start used."""
+        gen, self._module = self._module, None
+        if gen is None:
+            return None
+        del gen.compile
+        known = self._known
+        volatile = frozenset(known.volatile | self._volatile)
+        if not self._missed and volatile == known.volatile:
+            return None
+        code = {**known.code, **self._code}
+        names = {**known.names, **self._names}
+        if len(code) > CATTRS_CAP:
+            code, names = dict(self._code), dict(self._names)
+        for name in volatile:
+            names.pop(name, None)
+        table = _Table(code, names, volatile)
+        path = self.path
+        return lambda: _write(path, table, _CATTRS_HEADER)
+
+
+def start_code_cache() -> StartCodeCache | None:
+    """A :class:`StartCodeCache` installed in the cache folder, or None
+    (switched off like the attrs cache, or cattrs not as expected)."""
+    if not _enabled():
+        return None
+    cache = StartCodeCache(default_folder())
+    return cache if cache.install() else None
 
 
 #: the modules whose attrs classes get no copy of the module's namespace

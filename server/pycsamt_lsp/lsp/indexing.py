@@ -155,6 +155,7 @@ async def start(ls: PycsamtServer) -> None:
         # for it (``editor_workspace``), so none sees it half loaded.
         if ws.snapshot is not None:
             await _until_model_wanted(ls)
+            ls.end_code_cache()  # the first answer is out (or a quiet spell)
             try:
                 await ls.run_blocking(
                     "model load", _load_for_editing, ls, ws, lane="command"
@@ -170,6 +171,7 @@ async def start(ls: PycsamtServer) -> None:
 
                 ls.spawn(reembed(ls, ws))
     finally:
+        ls.end_code_cache()
         ls.resume_gc(collect=True)  # no open, or it failed (else done already)
         if not model_loaded.done():
             model_loaded.set_result(None)
