@@ -279,3 +279,51 @@ def test_the_start_cache_gives_cattrs_the_compiled_functions(tmp_path: Path) -> 
         c.co_filename for c in plain.values()
     }
     assert dict(vars(gen)) == before
+
+
+def _probe_classes() -> tuple[object, object]:
+    """A dataclass and a named tuple, made afresh (their methods generated)."""
+    import collections
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Probe:
+        name: str
+        size: int = 3
+
+    return Probe, collections.namedtuple("Pair", "left right")
+
+
+def test_the_start_cache_gives_dataclasses_and_namedtuples_their_code(
+    tmp_path: Path,
+) -> None:
+    """Within the start window (``StartCodeCache``), a dataclass's generated
+    methods and a named tuple's ``__new__`` are the code the plain ``exec``
+    and ``eval`` make, and the second start finds them all in the file."""
+    import collections
+    import dataclasses
+
+    from pycsamt_lsp.lsp.codecache import StartCodeCache
+
+    def codes(classes: tuple) -> list:
+        probe, pair = classes
+        return [
+            getattr(probe, m).__code__
+            for m in ("__init__", "__repr__", "__eq__", "__setattr__", "__hash__")
+        ] + [pair.__new__.__code__]
+
+    plain = codes(_probe_classes())
+    before = (dict(vars(dataclasses)), dict(vars(collections)))
+    cold = StartCodeCache(tmp_path)
+    assert cold.install()
+    got_cold = codes(_probe_classes())
+    write = cold.stop()
+    assert write is not None
+    write()
+    assert (dict(vars(dataclasses)), dict(vars(collections))) == before
+    warm = StartCodeCache(tmp_path)
+    assert warm.install()
+    got_warm = codes(_probe_classes())
+    assert warm.stop() is None  # every one a hit
+    assert got_cold == plain and got_warm == plain
+    assert [c.co_filename for c in got_warm] == [c.co_filename for c in plain]
