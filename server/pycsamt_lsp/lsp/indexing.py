@@ -119,7 +119,11 @@ async def start(ls: PycsamtServer) -> None:
         profile = load_profile(ls.settings.profile)
         folder = workspace_folder(ls, profile)
         root = discover_root(profile, ls.settings.corpusRoot, workspace=folder)
-    except (CorpusError, ProfileError) as exc:
+        await _preloaded(ls)
+        # imported after `initialize` was answered (see ``preload``): a broken
+        # install (numpy) is reported here instead of leaving requests waiting
+        from pycsamt_lsp.workspace.facade import Workspace
+    except (CorpusError, ProfileError, ImportError) as exc:
         ls.state, ls.index_error = "error", str(exc)
         log.error("%s", exc)
         ls.show(f"pyCSAMT: {exc}")
@@ -128,9 +132,6 @@ async def start(ls: PycsamtServer) -> None:
         ls.model_loaded.set_result(None)
         return
     index_dir = Path(ls.settings.indexDir) if ls.settings.indexDir else None
-    await _preloaded(ls)
-    from pycsamt_lsp.workspace.facade import Workspace
-
     ws = Workspace(root, profile, index_dir=index_dir, long_lived=True)
     ls.ws = ws
     configure_ask(ls, folder)
