@@ -222,3 +222,108 @@ def test_lean_init_globals_leaves_attr_as_it_found_it() -> None:
         with lean_init_globals():  # nested: left as it is
             assert vars(make)["sys"] is view
     assert dict(vars(make)) == before
+
+
+def _unstructure_codes(conv) -> dict[str, object]:
+    """The code of every function cattrs generates for an initialize answer."""
+    import lsprotocol.types as t
+
+    result = t.InitializeResult(
+        capabilities=t.ServerCapabilities(
+            hover_provider=True,
+            completion_provider=t.CompletionOptions(trigger_characters=["."]),
+            execute_command_provider=t.ExecuteCommandOptions(commands=["x"]),
+        )
+    )
+    conv.unstructure(result)
+    out = {}
+    for cls in (t.InitializeResult, t.ServerCapabilities, t.CompletionOptions):
+        fn = conv.get_unstructure_hook(cls)
+        code = getattr(fn, "__code__", None)
+        if code is not None and code.co_filename.startswith("<cattrs generated"):
+            out[cls.__name__] = code
+    return out
+
+
+def test_the_start_cache_gives_cattrs_the_compiled_functions(tmp_path: Path) -> None:
+    """cattrs' generated (un)structure functions of a start come from the
+    cattrs file (lsp/codecache.py ``StartCodeCache``): the same code as a
+    plain compile, the file written once, then left alone."""
+    import cattrs.gen as gen
+    from pygls.protocol import default_converter
+
+    from pycsamt_lsp.lsp.codecache import StartCodeCache
+
+    plain = _unstructure_codes(default_converter())
+    assert len(plain) == 3
+    before = dict(vars(gen))
+
+    cold = StartCodeCache(tmp_path)
+    assert cold.install()
+    got_cold = _unstructure_codes(default_converter())
+    write = cold.stop()
+    assert dict(vars(gen)) == before  # cattrs as it was
+    assert write is not None  # everything was a miss
+    write()
+    written = cold.path.stat().st_mtime_ns
+    _header, code, names, volatile = marshal.loads(cold.path.read_bytes())
+    assert len(code) == len(names) >= 3 and not volatile
+
+    warm = StartCodeCache(tmp_path)
+    assert warm.install()
+    got_warm = _unstructure_codes(default_converter())
+    assert warm.stop() is None  # all hits: nothing to write
+    assert cold.path.stat().st_mtime_ns == written
+    assert got_cold == plain and got_warm == plain
+    assert {c.co_filename for c in got_warm.values()} == {
+        c.co_filename for c in plain.values()
+    }
+    assert dict(vars(gen)) == before
+
+
+def _probe_classes() -> tuple[object, object]:
+    """A dataclass and a named tuple, made afresh (their methods generated)."""
+    import collections
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Probe:
+        name: str
+        size: int = 3
+
+    return Probe, collections.namedtuple("Pair", "left right")
+
+
+def test_the_start_cache_gives_dataclasses_and_namedtuples_their_code(
+    tmp_path: Path,
+) -> None:
+    """Within the start window (``StartCodeCache``), a dataclass's generated
+    methods and a named tuple's ``__new__`` are the code the plain ``exec``
+    and ``eval`` make, and the second start finds them all in the file."""
+    import collections
+    import dataclasses
+
+    from pycsamt_lsp.lsp.codecache import StartCodeCache
+
+    def codes(classes: tuple) -> list:
+        probe, pair = classes
+        return [
+            getattr(probe, m).__code__
+            for m in ("__init__", "__repr__", "__eq__", "__setattr__", "__hash__")
+        ] + [pair.__new__.__code__]
+
+    plain = codes(_probe_classes())
+    before = (dict(vars(dataclasses)), dict(vars(collections)))
+    cold = StartCodeCache(tmp_path)
+    assert cold.install()
+    got_cold = codes(_probe_classes())
+    write = cold.stop()
+    assert write is not None
+    write()
+    assert (dict(vars(dataclasses)), dict(vars(collections))) == before
+    warm = StartCodeCache(tmp_path)
+    assert warm.install()
+    got_warm = codes(_probe_classes())
+    assert warm.stop() is None  # every one a hit
+    assert got_cold == plain and got_warm == plain
+    assert [c.co_filename for c in got_warm] == [c.co_filename for c in plain]

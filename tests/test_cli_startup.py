@@ -73,3 +73,13 @@ def test_a_build_worker_imports_no_numpy_and_no_request_side() -> None:
     assert not [
         m for m in got if m.startswith(("pycsamt_lsp.answer", "pycsamt_lsp.search"))
     ]
+
+
+def test_the_server_answers_initialize_before_importing_the_engine() -> None:
+    """``serve`` imports pygls, lsprotocol and ``lsp/`` only: numpy and the
+    index modules (~0.07 s of a warm start's CPU, issue 18) are imported in
+    the command lane once ``initialize`` is answered (``indexing.preload``)."""
+    got = _imported_after(
+        "from pycsamt_lsp.lsp.server import create_server\ncreate_server()"
+    )
+    assert got == []

@@ -38,13 +38,20 @@ import logging
 import marshal
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType
 from typing import Any, NamedTuple
 
-__all__ = ["attrs_code_cache", "default_folder", "lean_init_globals", "server_imports"]
+__all__ = [
+    "StartCodeCache",
+    "attrs_code_cache",
+    "default_folder",
+    "lean_init_globals",
+    "server_imports",
+    "start_code_cache",
+]
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +79,13 @@ def _empty() -> _Table:
     return _Table({}, {}, frozenset())
 
 
-def _read(path: Path) -> _Table:
+def _read(path: Path, header: tuple[str, ...] = _HEADER) -> _Table:
     """The table in *path*, or an empty one (missing, damaged, foreign)."""
     try:
         data = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return _empty()
-    if not (isinstance(data, tuple) and len(data) == 4 and data[0] == _HEADER):
+    if not (isinstance(data, tuple) and len(data) == 4 and data[0] == header):
         return _empty()
     code, names, volatile = data[1:]
     if not (
@@ -103,12 +110,12 @@ def _key(source: str, filename: str, mode: str) -> bytes:
     return h.digest()
 
 
-def _write(path: Path, table: _Table) -> None:
+def _write(path: Path, table: _Table, header: tuple[str, ...] = _HEADER) -> None:
     from pycsamt_lsp.storage.atomic import atomic_write_bytes
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, marshal.dumps((_HEADER, *table)))
+        atomic_write_bytes(path, marshal.dumps((header, *table)))
     except (OSError, ValueError) as exc:
         log.debug("attrs code cache not written: %s", exc)
 
@@ -167,6 +174,174 @@ def attrs_code_cache(folder: Path) -> Iterator[None]:
         volatile = frozenset(volatile_seen)
         if missed or len(code_used) != len(known.code) or volatile != known.volatile:
             _write(path, _Table(code_used, names_used, volatile))
+
+
+#: First item of the cattrs file (:class:`StartCodeCache`).
+_CATTRS_HEADER = (
+    "pycsamt-lsp cattrs code 1",
+    sys.version,
+    sys.implementation.cache_tag,
+)
+#: entries the cattrs file keeps at most: past it (new cattrs or lsprotocol
+#: sources), only what the start that went over used is kept
+CATTRS_CAP = 4096
+#: how cattrs names the "files" of its generated functions
+_CATTRS_NAME = "<cattrs generated"
+
+
+class StartCodeCache:
+    """The code a server's start generates as source and compiles, kept
+    between starts: cattrs' (un)structure functions, and the methods of the
+    dataclasses and named tuples the engine's modules define.
+
+    Why: pygls structures every message and unstructures every answer with
+    functions cattrs writes as Python source and compiles, one per LSP class
+    the first time it is met: ~70 ``compile`` calls (~80 KB of source) from
+    the converter's set-up to the first answer, 12.7 ms of thread CPU on a
+    loaded 2-core machine (issue 18: warm start); ``dataclasses`` runs ``exec``
+    on the source of each generated method (~56 of them in the modules a warm
+    start imports after ``serve`` began) and ``namedtuple`` runs ``eval`` on
+    its ``__new__``'s. Same idea as :func:`attrs_code_cache`, over a window that
+    ends after the first answer (:meth:`stop`), with its own file,
+    ``cattrs-code-<tag>.marshal``: which classes a start meets depends on the
+    client (its capabilities, what it sends first), so the file keeps the
+    union of what starts used (up to :data:`CATTRS_CAP` entries) instead of
+    the last start's, and is rewritten only when a start compiled something
+    it did not hold. A cattrs file name whose source differs from start to
+    start is volatile (compiled every time, not kept), as there; the
+    ``"<string>"`` sources of ``exec`` and ``eval`` are keyed by their text.
+    Each stand-in compiles a miss with the future flags of the function that
+    calls it (what its own ``compile``, ``exec`` or ``eval`` would inherit),
+    so a hit is the very code object the plain call would make.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / f"cattrs-code-{sys.implementation.cache_tag}.marshal"
+        self._patched: list[tuple[Any, str]] = []
+        self._known = _empty()
+        self._code: dict[_Key, CodeType] = {}
+        self._names: dict[str, _Key] = {}
+        self._volatile: set[str] = set()
+        self._missed = 0
+
+    def _code_for(self, source: str, filename: str, mode: str, flags: int) -> CodeType:
+        """The code of *source*: from the file, or compiled (and kept)."""
+        key = _key(source, filename, mode)
+        known = self._known
+        code = known.code.get(key)
+        if code is None:
+            code = compile(source, filename, mode, flags, True)
+            tracked = filename.startswith(_CATTRS_NAME)
+            if tracked and (
+                filename in known.volatile or known.names.get(filename, key) != key
+            ):
+                self._volatile.add(filename)  # compiled, not kept
+                return code
+            self._missed += 1
+            if tracked:
+                self._names[filename] = key
+        elif filename.startswith(_CATTRS_NAME):
+            self._names[filename] = key
+        self._code[key] = code
+        return code
+
+    def install(self) -> bool:
+        """Stand in for ``cattrs.gen``'s ``compile``, ``dataclasses``' ``exec``
+        and ``collections``' ``eval`` (each left alone when it is not what
+        this expects); False when none was."""
+        self._known = _read(self.path, _CATTRS_HEADER)
+        builtin_exec, builtin_eval = exec, eval
+        gen: Any
+        try:
+            import cattrs.gen as gen
+        except ImportError:
+            gen = None
+        fn = getattr(gen, "make_dict_unstructure_fn_from_attrs", None)
+        code = getattr(fn, "__code__", None)
+        if (
+            code is not None
+            and "compile" in code.co_names
+            and "compile" not in vars(gen)
+        ):
+            flags = _future_flags(code)
+
+            def cached_compile(
+                source: Any, filename: Any, mode: str, *args: Any, **kw: Any
+            ) -> Any:
+                if args or kw or type(source) is not str or type(filename) is not str:
+                    return compile(source, filename, mode, *args, **kw)
+                return self._code_for(source, filename, mode, flags)
+
+            self._patch(gen, "compile", cached_compile)
+        import collections
+        import dataclasses
+
+        create = getattr(dataclasses, "_create_fn", None)
+        code = getattr(create, "__code__", None)
+        if (
+            code is not None
+            and "exec" in code.co_names
+            and "exec" not in vars(dataclasses)
+        ):
+            exec_flags = _future_flags(code)
+
+            def cached_exec(source: Any, *args: Any, **kw: Any) -> Any:
+                if type(source) is str and not kw:
+                    source = self._code_for(source, "<string>", "exec", exec_flags)
+                return builtin_exec(source, *args, **kw)
+
+            self._patch(dataclasses, "exec", cached_exec)
+        code = getattr(collections.namedtuple, "__code__", None)
+        if (
+            code is not None
+            and "eval" in code.co_names
+            and "eval" not in vars(collections)
+        ):
+            eval_flags = _future_flags(code)
+
+            def cached_eval(source: Any, *args: Any, **kw: Any) -> Any:
+                if type(source) is str and not kw:
+                    source = self._code_for(source, "<string>", "eval", eval_flags)
+                return builtin_eval(source, *args, **kw)
+
+            self._patch(collections, "eval", cached_eval)
+        return bool(self._patched)
+
+    def _patch(self, module: Any, name: str, fn: Any) -> None:
+        setattr(module, name, fn)
+        self._patched.append((module, name))
+
+    def stop(self) -> Callable[[], None] | None:
+        """End the window (on the event loop's thread, which runs the
+        converter); returns the write of the file to run elsewhere, or None
+        when the file holds everything this start used."""
+        patched, self._patched = self._patched, []
+        if not patched:
+            return None
+        for module, name in patched:
+            delattr(module, name)
+        known = self._known
+        volatile = frozenset(known.volatile | self._volatile)
+        if not self._missed and volatile == known.volatile:
+            return None
+        code = {**known.code, **self._code}
+        names = {**known.names, **self._names}
+        if len(code) > CATTRS_CAP:
+            code, names = dict(self._code), dict(self._names)
+        for name in volatile:
+            names.pop(name, None)
+        table = _Table(code, names, volatile)
+        path = self.path
+        return lambda: _write(path, table, _CATTRS_HEADER)
+
+
+def start_code_cache() -> StartCodeCache | None:
+    """A :class:`StartCodeCache` installed in the cache folder, or None
+    (switched off like the attrs cache, or cattrs not as expected)."""
+    if not _enabled():
+        return None
+    cache = StartCodeCache(default_folder())
+    return cache if cache.install() else None
 
 
 #: the modules whose attrs classes get no copy of the module's namespace

@@ -26,12 +26,13 @@ from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.errors import BuildCancelled, CorpusError, ProfileError
 from pycsamt_lsp.lsp import folders
 from pycsamt_lsp.lsp.progress import WorkDone
-from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:
+    from pycsamt_lsp.corpus.profile import Profile
     from pycsamt_lsp.lsp.server import PycsamtServer
+    from pycsamt_lsp.workspace.facade import Workspace
 
-__all__ = ["configure_ask", "register", "run_with_progress", "start"]
+__all__ = ["configure_ask", "preload", "register", "run_with_progress", "start"]
 
 log = logging.getLogger("pycsamt_lsp")
 
@@ -48,10 +49,61 @@ HOOKS_SETTLE_S = 0.1
 MODEL_QUIET_S = 0.5
 
 
-def workspace_folder(ls: PycsamtServer) -> str | None:
+#: what a warm start's open and first answer import: numpy and the index
+#: modules (``Workspace.open`` imports the ranking modules itself)
+PRELOAD_MODULES = (
+    "pycsamt_lsp.workspace.facade",
+    "pycsamt_lsp.workspace.published",
+    "pycsamt_lsp.workspace.freshness",
+    "pycsamt_lsp.workspace.warm",
+    "pycsamt_lsp.search.retrieval",
+    "pycsamt_lsp.search.stages",
+)
+
+
+def _import_engine() -> None:
+    import importlib
+
+    for name in PRELOAD_MODULES:
+        importlib.import_module(name)
+
+
+def preload(ls: PycsamtServer) -> None:
+    """Import the engine's index modules in the command lane, from the
+    ``initialize`` handler once its answer is out.
+
+    Why: numpy and the index modules are ~0.07 s of CPU a warm start used
+    to spend before it could answer ``initialize`` (issue 18: warm start);
+    none of it is needed for the handshake. Imported here they overlap with
+    the client's side of the handshake (its handling of the answer, the
+    ``initialized`` notification, the watcher registration's round trip),
+    and :func:`start` waits for them before it makes the workspace.
+    Engine modules never import ``lsp/`` (tests/test_architecture.py), so
+    this thread and the event loop's lazy imports of ``lsp/`` modules cannot
+    wait on each other's import locks.
+    """
+    if ls.preloaded is None:
+        ls.preloaded = ls.spawn(
+            ls.run_blocking("preload", _import_engine, lane="command")
+        )
+
+
+async def _preloaded(ls: PycsamtServer) -> None:
+    """Wait for :func:`preload` (if it ran); a failure there is left to the
+    imports that follow, which raise it where it can be reported."""
+    task = ls.preloaded
+    if task is not None:
+        try:
+            await asyncio.shield(task)
+        except Exception:  # the import below raises it again
+            log.debug("preloading the engine failed", exc_info=True)
+
+
+def workspace_folder(ls: PycsamtServer, profile: Profile | None = None) -> str | None:
     """The first workspace folder that holds the profile's package, else the
-    first folder (or the root path), if any (:mod:`.folders`)."""
-    holding = folders.corpus_folders(ls)
+    first folder (or the root path), if any (:mod:`.folders`); *profile*:
+    the one the caller loaded already."""
+    holding = folders.corpus_folders(ls, profile)
     if holding:
         return str(holding[0])
     paths = folders.folder_paths(ls)
@@ -65,10 +117,13 @@ async def start(ls: PycsamtServer) -> None:
     ls.model_wanted = asyncio.Event()
     try:
         profile = load_profile(ls.settings.profile)
-        root = discover_root(
-            profile, ls.settings.corpusRoot, workspace=workspace_folder(ls)
-        )
-    except (CorpusError, ProfileError) as exc:
+        folder = workspace_folder(ls, profile)
+        root = discover_root(profile, ls.settings.corpusRoot, workspace=folder)
+        await _preloaded(ls)
+        # imported after `initialize` was answered (see ``preload``): a broken
+        # install (numpy) is reported here instead of leaving requests waiting
+        from pycsamt_lsp.workspace.facade import Workspace
+    except (CorpusError, ProfileError, ImportError) as exc:
         ls.state, ls.index_error = "error", str(exc)
         log.error("%s", exc)
         ls.show(f"pyCSAMT: {exc}")
@@ -79,7 +134,7 @@ async def start(ls: PycsamtServer) -> None:
     index_dir = Path(ls.settings.indexDir) if ls.settings.indexDir else None
     ws = Workspace(root, profile, index_dir=index_dir, long_lived=True)
     ls.ws = ws
-    configure_ask(ls)
+    configure_ask(ls, folder)
     loop = ls.loop
     ws.listeners.append(lambda _snap: loop.call_soon_threadsafe(index_changed, ls))
     log.info(
@@ -101,6 +156,7 @@ async def start(ls: PycsamtServer) -> None:
         # for it (``editor_workspace``), so none sees it half loaded.
         if ws.snapshot is not None:
             await _until_model_wanted(ls)
+            ls.end_code_cache()  # the first answer is out (or a quiet spell)
             try:
                 await ls.run_blocking(
                     "model load", _load_for_editing, ls, ws, lane="command"
@@ -116,6 +172,7 @@ async def start(ls: PycsamtServer) -> None:
 
                 ls.spawn(reembed(ls, ws))
     finally:
+        ls.end_code_cache()
         ls.resume_gc(collect=True)  # no open, or it failed (else done already)
         if not model_loaded.done():
             model_loaded.set_result(None)
@@ -153,8 +210,9 @@ def _load_for_editing(ls: PycsamtServer, ws: Workspace) -> None:
     warm(ws)  # ensure_model(), then the card cache and the symbol table
 
 
-def configure_ask(ls: PycsamtServer) -> None:
-    """Hand the answering layer its settings (the key stays in the environment).
+def configure_ask(ls: PycsamtServer, folder: str | None = None) -> None:
+    """Hand the answering layer its settings (the key stays in the environment);
+    *folder*: :func:`workspace_folder`, if the caller has it already.
 
     Before a command first uses it the answering layer is not even imported
     (answer/, routing/ and the dense lane are ~2 MB and ~0.3 s of a start):
@@ -166,7 +224,7 @@ def configure_ask(ls: PycsamtServer) -> None:
         "model": ls.settings.openaiModel,
         "model_routing": ls.settings.openaiModelRouting,
         "dense": ls.settings.dense,
-        "workspace_root": workspace_folder(ls),
+        "workspace_root": folder if folder is not None else workspace_folder(ls),
     }
     if "answers" in vars(ws):  # loaded (cached_property): configure it now
         ws.answers.configure(**changes)

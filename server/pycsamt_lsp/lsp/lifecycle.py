@@ -69,6 +69,9 @@ def on_initialize(ls: PycsamtServer, params: types.InitializeParams) -> None:
     ls.opened = ls.loop.create_future()  # requests before `initialized` wait on it
     ls.init_settings = params.initialization_options
     configuration.recompute(ls)
+    # the engine's imports (numpy, the index) once this answer is sent:
+    # pygls writes it when this handler returns, before the loop's next turn
+    ls.loop.call_soon(indexing.preload, ls)
 
 
 async def on_initialized(ls: PycsamtServer, _params: types.InitializedParams) -> None:

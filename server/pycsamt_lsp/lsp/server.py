@@ -59,10 +59,11 @@ from pycsamt_lsp.lsp import (
 from pycsamt_lsp.lsp.offload import Offload
 from pycsamt_lsp.lsp.protocol import OneLineFormatter, PycsamtProtocol, is_parse_error
 from pycsamt_lsp.lsp.settings import Settings
-from pycsamt_lsp.workspace.facade import Workspace
 
 if TYPE_CHECKING:
     from pycsamt_lsp.analysis.editor import BufferCache
+    from pycsamt_lsp.lsp.codecache import StartCodeCache
+    from pycsamt_lsp.workspace.facade import Workspace
 
 __all__ = ["FEATURES", "INDEX_STATE", "PycsamtServer", "create_server", "serve"]
 
@@ -114,6 +115,9 @@ class PycsamtServer(LanguageServer):
         self.config_done = False
         self.started_key: tuple | None = None
         self.start_task: asyncio.Task | None = None
+        #: the engine's imports, started once ``initialize`` is answered
+        #: (:func:`.indexing.preload`)
+        self.preloaded: asyncio.Task | None = None
         #: multi-root: the other folders' workspaces by resolved root (lsp.folders)
         self.extra: dict[str, Workspace] = {}
         self.extra_opened: dict[str, asyncio.Future] = {}
@@ -154,6 +158,9 @@ class PycsamtServer(LanguageServer):
         #: the cyclic collector was paused for the start (``serve``): it is
         #: turned back on once the first answer is out (:meth:`resume_gc`)
         self.gc_paused = False
+        #: cattrs' generated functions of the start, kept between starts
+        #: (``serve`` installs it; :meth:`end_code_cache` ends it)
+        self.code_cache: StartCodeCache | None = None
 
     # -- helpers -------------------------------------------------------------
 
@@ -198,6 +205,15 @@ class PycsamtServer(LanguageServer):
 
             heap.compact()
         gc.enable()
+
+    def end_code_cache(self) -> None:
+        """End the start's cattrs code cache (the first answer is out, or
+        the start ended without one); its file, if it must be rewritten, is
+        written in the command lane, off the event loop."""
+        cache, self.code_cache = self.code_cache, None
+        write = cache.stop() if cache is not None else None
+        if write is not None:
+            self.spawn(self.run_blocking("code cache", write, lane="command"))
 
     def spawn(self, coro) -> asyncio.Task:
         """Run *coro* as a task the server keeps (and cancels at shutdown)."""
@@ -338,6 +354,7 @@ def serve(
     *resume_gc*: the caller paused the cyclic collector for the start; the
     server turns it back on after its first answer (:meth:`PycsamtServer.resume_gc`)."""
     from pycsamt_lsp.index import heap
+    from pycsamt_lsp.lsp.codecache import start_code_cache
     from pycsamt_lsp.lsp.offload import tune_gil
 
     heap.tune_malloc()  # before any thread or index: heap growth (issue 18)
@@ -350,7 +367,9 @@ def serve(
         overrides["profile"] = profile
     if index_dir:
         overrides["indexDir"] = str(Path(index_dir).resolve())
+    code_cache = start_code_cache()  # before the converter is made
     ls = create_server()
+    ls.code_cache = code_cache
     ls.cli_overrides = overrides
     ls.gc_paused = resume_gc
     try:
@@ -362,6 +381,9 @@ def serve(
     finally:
         if ls.ws is not None:  # the client went away without a shutdown
             ls.ws.cancel_build()
+        if ls.code_cache is not None:
+            ls.code_cache.stop()  # no first answer: nothing written
+            ls.code_cache = None
         ls.offload.shutdown()
         ls.resume_gc(collect=False)
     stuck = ls.offload.busy("editor")
