@@ -350,3 +350,28 @@ def test_prepare_slices_the_loaded_field_once_for_the_updates(tmp_path):
     for k in a:
         assert np.array_equal(a[k], b[k]), k
     assert postings.materialized() == again  # an update never edits the source
+
+
+def test_index_files_rewritten_with_the_same_bytes_are_verified_once(
+    tmp_path, settled, monkeypatch
+):
+    """A copied or restored index folder (new inodes and ctimes, the same
+    bytes) over an unchanged corpus: the next open verifies the index files
+    by content once and records them, and the open after it reads nothing."""
+    root, idx = built(tmp_path)
+    _, first = open_ws(root, idx)
+    assert first["update"]["checked"] == "content"
+    for name in ("chunks.jsonl", "index.npz"):
+        path = idx / name
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(data)  # same bytes, a new inode
+    _, second = open_ws(root, idx)
+    assert second["action"] == "load"
+    assert second["update"]["checked"] == "stat"  # the corpus did not change
+    no_reads(monkeypatch)
+    ws, third = open_ws(root, idx)
+    assert third["action"] == "load" and third["update"]["checked"] == "stat"
+    assert third["fingerprint"] == first["fingerprint"]
+    top = ws.query("estimate_ss_ama", k=3)["results"][0]
+    assert top["symbol"] == "pycsamt.emtools.ss.estimate_ss_ama"

@@ -826,6 +826,8 @@ class Workspace:
                 record, build_id, self.root, self.profile, self._bundled
             ):
                 update = self._unchanged_report(snap, time.perf_counter(), "stat")
+                if record is not None:  # always, once still_fresh held
+                    freshness.renew_index_keys(self.index_dir, record, checked)
             else:
                 recorder = freshness.StatRecorder(
                     self.root, self.profile, self._bundled

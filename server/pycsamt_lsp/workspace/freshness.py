@@ -41,7 +41,14 @@ from pycsamt_lsp.corpus.discovery import _SKIP_DIRS as SKIP_DIRS
 from pycsamt_lsp.corpus.profile import Profile
 from pycsamt_lsp.storage.atomic import atomic_write_bytes
 
-__all__ = ["RACY_NS", "RECORD_NAME", "StatRecorder", "still_fresh", "trusted_stat"]
+__all__ = [
+    "RACY_NS",
+    "RECORD_NAME",
+    "StatRecorder",
+    "renew_index_keys",
+    "still_fresh",
+    "trusted_stat",
+]
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +211,43 @@ class StatRecorder:
             log.debug("freshness record not written: %s", exc)
             return False
         return True
+
+
+def renew_index_keys(
+    index_dir: Path, record: dict[str, Any], index_files: dict[str, os.stat_result]
+) -> bool:
+    """Record *index_files*' stats in *record* (whose corpus entries an open
+    has just found unchanged by ``stat``) when they differ from those it
+    holds; True when the record was rewritten.
+
+    Why: a copy of the index folder (``cp -a``, a restore), or a rewrite of
+    its files with the same bytes, gives them new inodes and ctimes while
+    the corpus keeps its stats. The open then verifies them by content
+    (``chunks.jsonl``'s SHA-256, ``index.npz``'s CRCs: about a third of a
+    warm start) and, since the corpus was found fresh by ``stat``, wrote
+    no record: every later open verified them again. The load that has
+    just succeeded checked these very files (*index_files* were taken
+    before it read them), so they are recorded for the next open, unless
+    one was written in the racy window (see the module doc)."""
+    want = {name: _file_key(st) for name, st in index_files.items()}
+    if os.name != "posix" or not want or record.get("index") == want:
+        return False
+    limit = time.time_ns() - RACY_NS
+    if any(
+        t >= limit
+        for st in index_files.values()
+        for t in (st.st_mtime_ns, st.st_ctime_ns)
+    ):
+        return False
+    try:
+        atomic_write_bytes(
+            index_dir / RECORD_NAME,
+            json.dumps({**record, "index": want}).encode("utf-8"),
+        )
+    except OSError as exc:
+        log.debug("freshness record not renewed: %s", exc)
+        return False
+    return True
 
 
 def read_record(index_dir: Path) -> dict[str, Any] | None:
