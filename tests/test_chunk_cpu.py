@@ -222,3 +222,26 @@ def test_pack_batch_with_a_run_memo_packs_the_same_bytes(tmp_path) -> None:
     assert sum(len(f[3][3]) for f in plain if f[3] is not None) >= 5  # chunk ids
     assert pickle.dumps(with_memo) == pickle.dumps(plain)
     assert memo
+
+
+def _trigger_lines_by_regex(text: str) -> list[int]:
+    """``_trigger_lines`` as the two regexes' scans give it (its spec)."""
+    found: set[int] = set()
+    for hay, pat in (
+        (text.lower(), secrets._TRIGGER_LOW),
+        (text, secrets._TRIGGER_SHAPE),
+    ):
+        found.update(hay.count("\n", 0, m.start()) for m in pat.finditer(hay))
+    return sorted(found)
+
+
+def test_trigger_lines_are_the_regex_scans_lines() -> None:
+    pieces = [
+        *_SECRET_LINES, "auth", "author", "authoriz", "auth_", "AUTH", "gh", "ghp_",
+        "xox", "xoxs-", "://", "@", "/", " ", "\n", "\n\n", "key", "api", "-",
+        "_", "private-key", "ACCESS_KEY", "ŞİK", "\u212a", "secret", "xauth",
+    ]  # fmt: skip
+    rng = random.Random(13)
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        assert secrets._trigger_lines(text) == _trigger_lines_by_regex(text), text

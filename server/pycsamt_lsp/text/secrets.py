@@ -205,16 +205,61 @@ def _trigger_lines(text: str) -> list[int]:
     cannot lie inside an earlier match: that one would have to span the
     line end); lowering maps no character to or from ``\n`` and looks no
     further than the line for its context (final sigma), so the lowered
-    text's lines are the lowered lines."""
+    text's lines are the lowered lines.
+
+    The regexes' alternatives are searched one by one as plain substrings
+    (``str.find``, one hit a line: a line that holds one needs no more),
+    and a regex only behind its literal prefix (``auth``, ``://``): the
+    prefix-less scans ran the regex engine at most positions of every
+    triggered chunk (tests/test_chunk_cpu.py holds them equal)."""
+    low = text.lower()
+    at_low: list[int] = []
+    for w in _LOW_WORDS:
+        _first_a_line(low, w, at_low)
+    if "key" in low:
+        for w in _LOW_KEYS:
+            _first_a_line(low, w, at_low)
+    at = low.find("auth")
+    while at != -1:
+        if _AUTH_WORD.match(low, at) is not None:
+            at_low.append(at)
+            nl = low.find("\n", at)
+            if nl == -1:
+                break
+            at = low.find("auth", nl + 1)
+        else:
+            at = low.find("auth", at + 1)
+    at_text: list[int] = []
+    for w in _SHAPE_WORDS:
+        _first_a_line(text, w, at_text)
+    if "gh" in text:
+        for w in _GH_WORDS:
+            _first_a_line(text, w, at_text)
+    if "xox" in text:
+        for w in _XOX_WORDS:
+            _first_a_line(text, w, at_text)
+    if "://" in text:
+        at_text.extend(m.start() for m in _URL_PASSWORD.finditer(text))
     found: set[int] = set()
-    for hay, pat in ((text.lower(), _TRIGGER_LOW), (text, _TRIGGER_SHAPE)):
+    for hay, starts in ((low, at_low), (text, at_text)):
         line = pos = 0
-        for m in pat.finditer(hay):
-            at = m.start()
+        for at in sorted(starts):
             line += hay.count("\n", pos, at)
             pos = at
             found.add(line)
     return sorted(found)
+
+
+def _first_a_line(hay: str, word: str, out: list[int]) -> None:
+    """Append the position of *word*'s first occurrence in each line of
+    *hay* that holds it (lines end at ``\n``)."""
+    at = hay.find(word)
+    while at != -1:
+        out.append(at)
+        nl = hay.find("\n", at + len(word))
+        if nl == -1:
+            return
+        at = hay.find(word, nl + 1)
 
 
 def mask_default(name: str, default: str | None) -> str | None:
@@ -410,5 +455,7 @@ _SHAPE_WORDS = ("sk-", "AKIA", "ASIA", "AIza", "-----BEGIN")
 #: _TREE_LOW's alternatives but the ``...key`` ones (:data:`_LOW_KEYS`).
 _TREE_WORDS = (*_LOW_WORDS, "auth")
 _GH_TOKEN = re.compile(r"gh[pousr]_")
+_GH_WORDS = tuple(f"gh{c}_" for c in "pousr")
+_XOX_WORDS = tuple(f"xox{c}-" for c in "abprs")
 _XOX_TOKEN = re.compile(r"xox[abprs]-")
 _URL_PASSWORD = re.compile(r"://[^/\s]*@")
