@@ -69,7 +69,7 @@ from pycsamt_lsp.workspace.published import Published
 PROJECT = Path(__file__).resolve().parent.parent
 #: the modules whose old version is loaded side by side with the new one
 #: (those a revision does not have yet are skipped)
-_MODULES = ("fields", "head", "dedup", "stages", "retrieval")
+_MODULES = ("fields", "fold", "head", "dedup", "stages", "retrieval")
 
 
 def _tag(rev: str) -> str:

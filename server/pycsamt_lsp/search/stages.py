@@ -122,6 +122,8 @@ __all__ = [
     "apply_stages",
     "diversify",
     "is_howto",
+    "specific_leaves",
+    "symbol_specific",
 ]
 
 #: Stages after the seed's composition, in the order they run.
@@ -222,11 +224,7 @@ def symbol_specific(
     that is plainly code (underscore, digit or inner capital). *inplace*:
     divide *s* itself (a caller's own array), not a copy.
     """
-    specific = (
-        {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
-        if _CODE_CHAR.search(query)
-        else ()  # no underscore, digit or capital: no word is typed as code
-    )
+    specific = specific_leaves(query)
     undo = boosted[idx] if boosted_c is None else boosted_c
     kept = [slots for leaf, slots in matches if leaf in specific]
     if kept:
@@ -238,6 +236,15 @@ def symbol_specific(
     if inplace:  # the same division as np.where(undo, s / boost, s)
         return np.divide(s, boost, out=s, where=undo)
     return np.where(undo, s / boost, s)
+
+
+def specific_leaves(query: str) -> Collection[str]:
+    """The query's words typed as code (lower case): an underscore, a digit
+    or an inner capital (``estimate_ss_ama``, ``StaticShiftAgent``); the
+    leaves :func:`symbol_specific` keeps the seed's boost for."""
+    if not _CODE_CHAR.search(query):
+        return ()  # no underscore, digit or capital: no word is typed as code
+    return {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
 
 
 def is_howto(query: str) -> bool:
@@ -704,7 +711,8 @@ def _rescore(
         top = (s >= kth_largest(s, pool)).nonzero()[0]  # sorted, ties included
         out = s.copy()
         if "code_first" in on:  # s * where(prose, pf, 1.0): the same numbers
-            np.multiply(out, pf, out=out, where=prose)
+            at = prose.nonzero()[0]  # (a fancy multiply: a masked loop costs more)
+            out[at] *= pf
         out[top] = _stages(
             snap, st, query, tokens, idx[top], base[top], s[top], on, prose[top]
         )
@@ -962,7 +970,7 @@ def _code_first(
     ids: Sequence[str],
 ) -> np.ndarray:
     out = s.copy()  # s * where(prose, PROSE_FACTOR, 1.0): the same numbers
-    np.multiply(out, PROSE_FACTOR, out=out, where=prose)
+    out[prose.nonzero()[0]] *= PROSE_FACTOR
     if is_howto(query) and prose.any():
         lead = _best(prose.nonzero()[0], s, idx, ids)
         out[lead] = s[lead]
