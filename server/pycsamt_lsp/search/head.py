@@ -264,6 +264,8 @@ def head_scores(
     weights = list(best.items())
     known = cache.terms.get
     wanted = frozenset(best)
+    hit: list[int] = []
+    val: list[float] = []
     for i, slot in enumerate(slots):
         head = known(slot)
         if head is None:
@@ -275,5 +277,8 @@ def head_scores(
             for t, w in weights:
                 if t in head:
                     v += w
-            out[i] = v
+            hit.append(i)
+            val.append(v)
+    if hit:  # one store for all (a numpy item store per slot cost more)
+        out[hit] = val
     return out

@@ -506,25 +506,28 @@ def _ranked_values(
     sv = vals[o]
     v = sv.tolist()
     # most rankings have no tie: one comparison of the sorted neighbours
-    # costs less than the Python scan over ~90 scores below
-    if len(v) < 2 or not (sv[1:] == sv[:-1]).any():
+    if len(v) < 2:
         return order, v
-    out: list[int] | None = None
-    n, a = len(v), 0
-    while a < n - 1:
-        if v[a] != v[a + 1]:
-            a += 1
-            continue
+    tie = sv[1:] == sv[:-1]
+    if not tie.any():
+        return order, v
+    # the runs of equal neighbours from their positions (a Python scan of
+    # every score cost more): a run of consecutive positions a .. b - 2
+    # is one group of equal scores a .. b - 1, re-sorted by chunk id
+    out = order.tolist()
+    slots = idx[order].tolist()
+    at = tie.nonzero()[0].tolist()
+    i, n = 0, len(at)
+    while i < n:
+        a = at[i]
         b = a + 2
-        while b < n and v[b] == v[a]:
+        i += 1
+        while i < n and at[i] == b - 1:
             b += 1
-        if out is None:
-            out = order.tolist()
-            slots = idx[order].tolist()
+            i += 1
         seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
         out[a:b] = [out[x] for x in seg]
-        a = b
-    return (order if out is None else np.array(out, np.int64)), v
+    return np.array(out, np.int64), v
 
 
 _SNIPPET_SKIP = (

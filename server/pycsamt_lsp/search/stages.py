@@ -295,6 +295,19 @@ class StageAux:
     #: stage fold: the folded words' body weights (this snapshot's idf and
     #: lengths, so never carried to an update either)
     fold_weights: FoldWeights = field(default_factory=FoldWeights)
+    #: :meth:`flags`, made on first use (an update's aux makes its own)
+    _flags: np.ndarray | None = field(default=None, repr=False)
+
+    def flags(self) -> np.ndarray:
+        """Per slot, bit 0: prose; bit 1: prose with a workflow (what
+        ``workflow_keep`` guides with). One gather of these at the
+        candidates serves both masks (each was a gather of its own)."""
+        got = self._flags
+        if got is None or len(got) != len(self.prose):
+            got = self.prose.astype(np.uint8)
+            got |= (self.prose & self.workflow).astype(np.uint8) << 1
+            self._flags = got
+        return got
 
     @classmethod
     def of(cls, snap: Snapshot, names: NameField | None = None) -> StageAux:
@@ -633,7 +646,8 @@ def apply_stages(
         if off:
             disable = off.union(disable)
     on = [x for x in _RESCORE if x not in disable]
-    prose = st.prose[idx]
+    flags = st.flags()[idx]
+    prose = (flags & 1).view(bool)  # 0 / 1 bytes: valid booleans
     out = s
     if on:
         toks = tokenize(query) if tokens is None else tokens
@@ -641,7 +655,7 @@ def apply_stages(
     if "dedup" not in disable:
         out = demote_copies(snap, st.bodies, idx, out)
     if "workflow_keep" not in disable:
-        guides = prose & st.workflow[idx]
+        guides = (flags >> 1).view(bool)  # prose & st.workflow[idx]
         out = _keep_one(out, idx, snap.table.ids, in_workflow, guides)
     return out
 
