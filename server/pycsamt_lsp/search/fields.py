@@ -347,6 +347,70 @@ class NameField:
             idf * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * self.lens[slots] / avgdl))
         )
 
+    def _at(
+        self, rows: list[np.ndarray], ws: list[np.ndarray], slots: np.ndarray
+    ) -> np.ndarray:
+        """The sums of the weights *ws* of the postings *rows* (per term, in
+        term order) at the ascending *slots*: positions found by one
+        ``searchsorted`` and summed by one ``bincount`` over the slots, not
+        over a zeroed array of every slot. Per slot the same additions in
+        the same order from 0.0 as one scatter per term, so the same bits."""
+        if not len(slots):
+            return np.zeros(0)
+        r = rows[0] if len(rows) == 1 else np.concatenate(rows)
+        w = ws[0] if len(ws) == 1 else np.concatenate(ws)
+        at = slots.searchsorted(r)
+        np.minimum(at, len(slots) - 1, out=at)
+        ok = slots[at] == r
+        at = at[ok]
+        if not len(at):  # (bincount of nothing gives integers)
+            return np.zeros(len(slots))
+        return np.bincount(at, weights=w[ok], minlength=len(slots))
+
+    def scores_sorted(self, tokens: Iterable[str], slots: np.ndarray) -> np.ndarray:
+        """:meth:`scores` at *slots* that are ascending (the stages' pool), to
+        the bit; the cost follows the terms' postings, not the slot count."""
+        rows: list[np.ndarray] = []
+        ws: list[np.ndarray] = []
+        for term in dict.fromkeys(tokens):
+            hit = self.postings.get(term)
+            if hit is None:
+                continue
+            w = self._weights.get(term)
+            if w is None:
+                w = self._weights[term] = self._weight(*hit)
+            rows.append(hit[0])
+            ws.append(w)
+        if not rows:
+            return np.zeros(len(slots))
+        return self._at(rows, ws, slots)
+
+    def scores_counts_sorted(
+        self, tokens: Iterable[str], slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scores_counts` at ascending *slots*, to the bit (as
+        :meth:`scores_sorted` is :meth:`scores`)."""
+        rows: list[np.ndarray] = []
+        ws: list[np.ndarray] = []
+        for term in dict.fromkeys(tokens):
+            hit = self.postings.get(term)
+            if hit is None:
+                continue
+            key = "\0" + term
+            w = self._weights.get(key)
+            if w is None:
+                base = self._weights.get(term)
+                if base is None:
+                    base = self._weights[term] = self._weight(*hit)
+                w = self._weights[key] = base + _TAG
+            rows.append(hit[0])
+            ws.append(w)
+        if not rows:
+            return np.zeros(len(slots)), np.zeros(len(slots))
+        got = self._at(rows, ws, slots)
+        m = np.floor(got / _TAG)
+        return got - m * _TAG, m
+
     def scores(self, tokens: Iterable[str], slots: np.ndarray) -> np.ndarray:
         """The field's BM25 for the unique *tokens*, at the given *slots*."""
         out: np.ndarray | None = None

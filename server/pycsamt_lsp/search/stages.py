@@ -750,7 +750,7 @@ def _stages(
         if "name_cover" in on:
             names = _name_cover(snap, st, tokens, idx)
         else:
-            names = st.names.scores(tokens, idx)
+            names = st.names.scores_sorted(tokens, idx)
         if names.any():
             s = s + FIELD_WEIGHT * names * mult
     if "fold" in on:
@@ -795,9 +795,9 @@ def _name_cover(
     asked for. A query that names the symbol (``estimate_ss_ama``) covers
     its name's words, so it keeps its full score.
     """
-    names, m = st.names.scores_counts(tokens, idx)
-    vocab = snap.bm25.vocab
-    n = sum(1 for t in dict.fromkeys(tokens) if vocab.get(t) is not None)
+    names, m = st.names.scores_counts_sorted(tokens, idx)
+    vget = snap.bm25.vocab_get()
+    n = sum(1 for t in dict.fromkeys(tokens) if vget(t) is not None)
     if n <= 1 or not names.any():
         return names
     # m == 0 where names == 0: the factor does not matter there. The
@@ -836,9 +836,9 @@ def _fold(
         if got is None:
             if len(known) >= _FOLDS_MAX:
                 known.clear()
-            vocab = snap.bm25.vocab
+            vget = snap.bm25.vocab_get()
             got = known[t] = tuple(
-                v for v in number_variants(t) if vocab.get(v) is not None
+                v for v in number_variants(t) if vget(v) is not None
             )
         extra += [v for v in got if v not in have]
     if not extra:
@@ -846,7 +846,7 @@ def _fold(
     # bm25.scores(extra), the same bits, from the stage's own weights: the
     # folded words do not push the query's words out of the body's cache
     body = st.fold_weights.scores(snap.bm25, extra)[idx]
-    names = st.names.scores(extra, idx)  # a new array: scaled in place
+    names = st.names.scores_sorted(extra, idx)  # a new array: scaled in place
     body += np.multiply(names, FIELD_WEIGHT, out=names)
     if not body.any():
         return s
