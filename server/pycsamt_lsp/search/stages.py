@@ -837,9 +837,7 @@ def _fold(
             if len(known) >= _FOLDS_MAX:
                 known.clear()
             vget = snap.bm25.vocab_get()
-            got = known[t] = tuple(
-                v for v in number_variants(t) if vget(v) is not None
-            )
+            got = known[t] = tuple(v for v in number_variants(t) if vget(v) is not None)
         extra += [v for v in got if v not in have]
     if not extra:
         return s
