@@ -337,13 +337,6 @@ class BM25Index:
         """Okapi idf with the +1 floor (never negative)."""
         return idf(self.n_docs, self.df[term_ids])
 
-    def vocab_get(self) -> Any:
-        """``vocab.get`` for a loop over a query's words: a loaded index's
-        :class:`~pycsamt_lsp.index.terms.TermIds` gives its dict's own once
-        made (a Python method call per word less)."""
-        v = self.vocab
-        return v.getter() if isinstance(v, TermIds) else v.get
-
     def term_ids(self, tokens: Iterable[str]) -> np.ndarray:
         """Unique known term ids of *tokens*, in first-seen order."""
         seen: dict[int, None] = {}
@@ -400,12 +393,12 @@ class BM25Index:
         """
         # term_ids, with the cache standing in for the df > 0 test of the
         # terms it holds (a numpy scalar read per token costs more)
-        wc = self._weights if weights is None else weights
-        cache, keep = wc.rows, wc.keep
-        vget = self.vocab_get()
+        cache = (self._weights if weights is None else weights).rows
+        keep = (self._weights if weights is None else weights).keep
+        vocab = self.vocab
         got: dict[int, tuple[np.ndarray, ...] | None] = {}
         for t in tokens:
-            tid = vget(t)
+            tid = vocab.get(t)
             if tid is not None and tid not in got:
                 got[tid] = cache.get(tid)
         if None in got.values():

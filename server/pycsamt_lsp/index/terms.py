@@ -95,12 +95,6 @@ class TermIds(Mapping[str, int]):
                 return self._dict.get(term, default)
         return default if tid is None else tid
 
-    def getter(self) -> Any:
-        """A ``get`` for a hot loop: the dict's own (a C call) once it is
-        made, else :meth:`get` (the same answers either way)."""
-        d = self._dict
-        return self.get if d is None else d.get
-
     def __getitem__(self, term: str) -> int:
         tid = self.get(term)
         if tid is None:

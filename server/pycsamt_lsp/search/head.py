@@ -264,8 +264,6 @@ def head_scores(
     weights = list(best.items())
     known = cache.terms.get
     wanted = frozenset(best)
-    hit: list[int] = []
-    val: list[float] = []
     for i, slot in enumerate(slots):
         head = known(slot)
         if head is None:
@@ -277,8 +275,5 @@ def head_scores(
             for t, w in weights:
                 if t in head:
                     v += w
-            hit.append(i)
-            val.append(v)
-    if hit:  # one store for all (a numpy item store per slot cost more)
-        out[hit] = val
+            out[i] = v
     return out

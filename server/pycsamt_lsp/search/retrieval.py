@@ -16,7 +16,6 @@ import logging
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,7 +34,7 @@ from pycsamt_lsp.search.stages import (
     apply_stages,
     diversify,
     kth_largest,
-    specific_leaves,
+    symbol_specific,
 )
 
 __all__ = [
@@ -256,13 +255,6 @@ class RankAux:
             leaf_heads=_heads(dict(self.leaf_heads), leaf_keys),
         )
 
-    @cached_property
-    def recipe_slots(self) -> np.ndarray:
-        """The recipe slots, ascending (a few dozen): the recipe boost
-        multiplies at their positions among the candidates instead of
-        gathering the mask at every candidate."""
-        return np.flatnonzero(self.recipe)
-
     def leaves_in(self, query_lower: str) -> list[np.ndarray]:
         """Slots whose leaf symbol occurs in the query text.
 
@@ -296,16 +288,6 @@ class RankAux:
                         seen.add(sub)
                         found.append((sub, hit))
         return found
-
-
-def _positions(idx: np.ndarray, slots: np.ndarray) -> np.ndarray:
-    """The positions in *idx* (sorted candidate slots) of those *slots* that
-    are candidates, ascending when *slots* is."""
-    if not len(slots):
-        return slots
-    at = idx.searchsorted(slots)
-    np.minimum(at, len(idx) - 1, out=at)  # past the end: not a candidate
-    return at[idx[at] == slots]
 
 
 def _whole(slots: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
@@ -408,34 +390,21 @@ def search(
     # each boost multiplies s in place where it applies (s is a new array):
     # the same product per chunk as np.where(mask, s * boost, s)
     s = base_c * aux.prio_factor[idx] if "priority" not in disable else base_c.copy()
-    # each boost multiplies s at the positions it applies to (a fancy
-    # multiply: the same product per chunk as np.multiply(..., where=mask),
-    # whose masked loop cost several times the gather of the positions)
     if wf and "workflow_boost" not in disable and mine is not None:
-        at = mine.nonzero()[0]
-        s[at] *= WORKFLOW_BOOST
+        np.multiply(s, WORKFLOW_BOOST, out=s, where=mine)
     if "recipe_boost" not in disable:
-        at = _positions(idx, aux.recipe_slots)
-        if len(at):
-            s[at] *= RECIPE_BOOST
+        np.multiply(s, RECIPE_BOOST, out=s, where=aux.recipe[idx])
     if "symbol_boost" not in disable:
         matches = aux.leaf_matches(query.lower())
         if matches:
-            # a slot has one leaf, so the groups are disjoint: the boosted
-            # positions, and (symbol_specific) those of leaves not typed as
-            # code, whose boost is taken back
-            at = _positions(idx, np.concatenate([h for _, h in matches]))
-            if len(at):
-                s[at] *= SYMBOL_BOOST
-                if "symbol_specific" not in disable:
-                    typed = specific_leaves(query)
-                    back = [h for leaf, h in matches if leaf not in typed]
-                    if len(back) == len(matches):
-                        s[at] /= SYMBOL_BOOST
-                    elif back:
-                        undo = _positions(idx, np.concatenate(back))
-                        if len(undo):
-                            s[undo] /= SYMBOL_BOOST
+            mask = np.zeros(len(aux.recipe), bool)
+            mask[np.concatenate([h for _, h in matches])] = True
+            at = mask[idx]
+            np.multiply(s, SYMBOL_BOOST, out=s, where=at)
+            if "symbol_specific" not in disable:
+                s = symbol_specific(
+                    query, matches, mask, idx, s, SYMBOL_BOOST, at, inplace=True
+                )
     if feedback:
         factor = np.ones(len(aux.recipe))
         table = snap.table
@@ -506,28 +475,25 @@ def _ranked_values(
     sv = vals[o]
     v = sv.tolist()
     # most rankings have no tie: one comparison of the sorted neighbours
-    if len(v) < 2:
+    # costs less than the Python scan over ~90 scores below
+    if len(v) < 2 or not (sv[1:] == sv[:-1]).any():
         return order, v
-    tie = sv[1:] == sv[:-1]
-    if not tie.any():
-        return order, v
-    # the runs of equal neighbours from their positions (a Python scan of
-    # every score cost more): a run of consecutive positions a .. b - 2
-    # is one group of equal scores a .. b - 1, re-sorted by chunk id
-    out = order.tolist()
-    slots = idx[order].tolist()
-    at = tie.nonzero()[0].tolist()
-    i, n = 0, len(at)
-    while i < n:
-        a = at[i]
+    out: list[int] | None = None
+    n, a = len(v), 0
+    while a < n - 1:
+        if v[a] != v[a + 1]:
+            a += 1
+            continue
         b = a + 2
-        i += 1
-        while i < n and at[i] == b - 1:
+        while b < n and v[b] == v[a]:
             b += 1
-            i += 1
+        if out is None:
+            out = order.tolist()
+            slots = idx[order].tolist()
         seg = sorted(range(a, b), key=lambda x: ids[slots[x]])
         out[a:b] = [out[x] for x in seg]
-    return np.array(out, np.int64), v
+        a = b
+    return (order if out is None else np.array(out, np.int64)), v
 
 
 _SNIPPET_SKIP = (

@@ -122,8 +122,6 @@ __all__ = [
     "apply_stages",
     "diversify",
     "is_howto",
-    "specific_leaves",
-    "symbol_specific",
 ]
 
 #: Stages after the seed's composition, in the order they run.
@@ -224,7 +222,11 @@ def symbol_specific(
     that is plainly code (underscore, digit or inner capital). *inplace*:
     divide *s* itself (a caller's own array), not a copy.
     """
-    specific = specific_leaves(query)
+    specific = (
+        {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
+        if _CODE_CHAR.search(query)
+        else ()  # no underscore, digit or capital: no word is typed as code
+    )
     undo = boosted[idx] if boosted_c is None else boosted_c
     kept = [slots for leaf, slots in matches if leaf in specific]
     if kept:
@@ -236,15 +238,6 @@ def symbol_specific(
     if inplace:  # the same division as np.where(undo, s / boost, s)
         return np.divide(s, boost, out=s, where=undo)
     return np.where(undo, s / boost, s)
-
-
-def specific_leaves(query: str) -> Collection[str]:
-    """The query's words typed as code (lower case): an underscore, a digit
-    or an inner capital (``estimate_ss_ama``, ``StaticShiftAgent``); the
-    leaves :func:`symbol_specific` keeps the seed's boost for."""
-    if not _CODE_CHAR.search(query):
-        return ()  # no underscore, digit or capital: no word is typed as code
-    return {w.lower() for w in _QUERY_IDENT.findall(query) if _TYPED.search(w)}
 
 
 def is_howto(query: str) -> bool:
@@ -295,19 +288,6 @@ class StageAux:
     #: stage fold: the folded words' body weights (this snapshot's idf and
     #: lengths, so never carried to an update either)
     fold_weights: FoldWeights = field(default_factory=FoldWeights)
-    #: :meth:`flags`, made on first use (an update's aux makes its own)
-    _flags: np.ndarray | None = field(default=None, repr=False)
-
-    def flags(self) -> np.ndarray:
-        """Per slot, bit 0: prose; bit 1: prose with a workflow (what
-        ``workflow_keep`` guides with). One gather of these at the
-        candidates serves both masks (each was a gather of its own)."""
-        got = self._flags
-        if got is None or len(got) != len(self.prose):
-            got = self.prose.astype(np.uint8)
-            got |= (self.prose & self.workflow).astype(np.uint8) << 1
-            self._flags = got
-        return got
 
     @classmethod
     def of(cls, snap: Snapshot, names: NameField | None = None) -> StageAux:
@@ -646,8 +626,7 @@ def apply_stages(
         if off:
             disable = off.union(disable)
     on = [x for x in _RESCORE if x not in disable]
-    flags = st.flags()[idx]
-    prose = (flags & 1).view(bool)  # 0 / 1 bytes: valid booleans
+    prose = st.prose[idx]
     out = s
     if on:
         toks = tokenize(query) if tokens is None else tokens
@@ -655,7 +634,7 @@ def apply_stages(
     if "dedup" not in disable:
         out = demote_copies(snap, st.bodies, idx, out)
     if "workflow_keep" not in disable:
-        guides = (flags >> 1).view(bool)  # prose & st.workflow[idx]
+        guides = prose & st.workflow[idx]
         out = _keep_one(out, idx, snap.table.ids, in_workflow, guides)
     return out
 
@@ -725,8 +704,7 @@ def _rescore(
         top = (s >= kth_largest(s, pool)).nonzero()[0]  # sorted, ties included
         out = s.copy()
         if "code_first" in on:  # s * where(prose, pf, 1.0): the same numbers
-            at = prose.nonzero()[0]  # (a fancy multiply: a masked loop costs more)
-            out[at] *= pf
+            np.multiply(out, pf, out=out, where=prose)
         out[top] = _stages(
             snap, st, query, tokens, idx[top], base[top], s[top], on, prose[top]
         )
@@ -750,7 +728,7 @@ def _stages(
         if "name_cover" in on:
             names = _name_cover(snap, st, tokens, idx)
         else:
-            names = st.names.scores_sorted(tokens, idx)
+            names = st.names.scores(tokens, idx)
         if names.any():
             s = s + FIELD_WEIGHT * names * mult
     if "fold" in on:
@@ -795,9 +773,9 @@ def _name_cover(
     asked for. A query that names the symbol (``estimate_ss_ama``) covers
     its name's words, so it keeps its full score.
     """
-    names, m = st.names.scores_counts_sorted(tokens, idx)
-    vget = snap.bm25.vocab_get()
-    n = sum(1 for t in dict.fromkeys(tokens) if vget(t) is not None)
+    names, m = st.names.scores_counts(tokens, idx)
+    vocab = snap.bm25.vocab
+    n = sum(1 for t in dict.fromkeys(tokens) if vocab.get(t) is not None)
     if n <= 1 or not names.any():
         return names
     # m == 0 where names == 0: the factor does not matter there. The
@@ -836,15 +814,17 @@ def _fold(
         if got is None:
             if len(known) >= _FOLDS_MAX:
                 known.clear()
-            vget = snap.bm25.vocab_get()
-            got = known[t] = tuple(v for v in number_variants(t) if vget(v) is not None)
+            vocab = snap.bm25.vocab
+            got = known[t] = tuple(
+                v for v in number_variants(t) if vocab.get(v) is not None
+            )
         extra += [v for v in got if v not in have]
     if not extra:
         return s
     # bm25.scores(extra), the same bits, from the stage's own weights: the
     # folded words do not push the query's words out of the body's cache
     body = st.fold_weights.scores(snap.bm25, extra)[idx]
-    names = st.names.scores_sorted(extra, idx)  # a new array: scaled in place
+    names = st.names.scores(extra, idx)  # a new array: scaled in place
     body += np.multiply(names, FIELD_WEIGHT, out=names)
     if not body.any():
         return s
@@ -982,7 +962,7 @@ def _code_first(
     ids: Sequence[str],
 ) -> np.ndarray:
     out = s.copy()  # s * where(prose, PROSE_FACTOR, 1.0): the same numbers
-    out[prose.nonzero()[0]] *= PROSE_FACTOR
+    np.multiply(out, PROSE_FACTOR, out=out, where=prose)
     if is_howto(query) and prose.any():
         lead = _best(prose.nonzero()[0], s, idx, ids)
         out[lead] = s[lead]
