@@ -69,7 +69,7 @@ from pycsamt_lsp.workspace.published import Published
 PROJECT = Path(__file__).resolve().parent.parent
 #: the modules whose old version is loaded side by side with the new one
 #: (those a revision does not have yet are skipped)
-_MODULES = ("fields", "head", "dedup", "stages", "retrieval")
+_MODULES = ("fields", "fold", "head", "dedup", "stages", "retrieval")
 
 
 def _tag(rev: str) -> str:
@@ -226,6 +226,22 @@ def configs(old: ModuleType, new: ModuleType) -> tuple[list[Config], list[str]]:
     return out, skipped
 
 
+def report(
+    head: str, result: tuple[int, int, float, list[str]], note: str = ""
+) -> bool:
+    """Print one :func:`compare` result under *head* (then *note*, then the
+    differing examples); True when any ranking differs."""
+    n, bad, worst, ex = result
+    print(
+        f"{head}: {n} rankings, {bad} differ; max relative score difference {worst:.2e}"
+    )
+    if note:
+        print(note)
+    for e in ex:
+        print("  differs:", e)
+    return bad > 0
+
+
 def compare(
     a: Ranker, b: Ranker, qs: list[tuple[str, str]], cfgs: list[Config]
 ) -> tuple[int, int, float, list[str]]:
@@ -353,21 +369,18 @@ def main(argv: list[str] | None = None) -> int:
         else:
             b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
         cfgs, skipped = configs(old, new)
-        n, bad, worst, ex = compare(a, b, qs, cfgs)
         side = args.new or "working tree"
-        print(
-            f"{args.against} vs {side}, {len(qs)} queries x {len(cfgs)} "
-            f"configurations: {n} rankings, {bad} differ; "
-            f"max relative score difference {worst:.2e}"
+        note = (
+            f"  skipped ({len(skipped)}, a stage one side does not know): "
+            + "; ".join(skipped)
+            if skipped
+            else ""
         )
-        if skipped:
-            print(
-                f"  skipped ({len(skipped)}, a stage one side does not know): "
-                + "; ".join(skipped)
-            )
-        for e in ex:
-            print("  differs:", e)
-        status |= bad > 0
+        status |= report(
+            f"{args.against} vs {side}, {len(qs)} queries x {len(cfgs)} configurations",
+            compare(a, b, qs, cfgs),
+            note,
+        )
         if args.latency:
             off = tuple(x for x in args.latency_disable.split(",") if x)
             stages = (tuple(getattr(old, "STAGES", ())), tuple(new.STAGES))
@@ -387,17 +400,10 @@ def main(argv: list[str] | None = None) -> int:
             pub = ws.require_published()
             inc = ranker(new_retrieval, ws, pub.aux)
             full = ranker(new_retrieval, ws, Published.of(pub.snapshot).aux)
-            n, bad, worst, ex = compare(
-                inc, full, qs, configs(new_retrieval, new_retrieval)[0]
+            status |= report(
+                f"after {args.update} saves, incremental vs from-scratch ranking arrays",
+                compare(inc, full, qs, configs(new_retrieval, new_retrieval)[0]),
             )
-            print(
-                f"after {args.update} saves, incremental vs from-scratch ranking "
-                f"arrays: {n} rankings, {bad} differ; max relative score "
-                f"difference {worst:.2e}"
-            )
-            for e in ex:
-                print("  differs:", e)
-            status |= bad > 0
     return int(status)
 
 

@@ -70,15 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         b = ri.ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
         status = 0
         for p in ("cold", "warm"):
-            n, bad, worst, ex = ri.compare(a, b, qs, both)
-            print(
+            status |= ri.report(
                 f"{p}: {args.against} vs working tree, {len(qs)} queries x "
-                f"{len(cfgs)} configurations: {n} rankings, {bad} differ; "
-                f"max relative score difference {worst:.2e}"
+                f"{len(cfgs)} configurations",
+                ri.compare(a, b, qs, both),
             )
-            for e in ex:
-                print("  differs:", e)
-            status |= bad > 0
     return int(status)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import chain
 from typing import Any, cast
@@ -161,6 +161,30 @@ def _doc_len(doc_ptr: np.ndarray, doc_tfs: np.ndarray) -> np.ndarray:
     cum = np.zeros(len(doc_tfs) + 1, np.float64)
     np.cumsum(doc_tfs, out=cum[1:])
     return cum[doc_ptr[1:]] - cum[doc_ptr[:-1]]
+
+
+@dataclass(eq=False)
+class WeightCache:
+    """Term id -> its postings' BM25 weights per segment, for at most
+    *limit* postings (then it starts over). The index keeps one for its
+    queries' words (:attr:`BM25Index._weights`); a caller whose words would
+    crowd those out (``search/fold.FoldWeights``) passes its own to
+    :meth:`BM25Index.scores`."""
+
+    limit: int
+    rows: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    size: int = 0
+
+    def keep(self, tid: int, row: tuple[np.ndarray, ...]) -> None:
+        """Keep *row* unless it alone exceeds the limit; clear first when it
+        would not fit beside what is kept."""
+        size = len(row[0]) + len(row[2])
+        if size <= self.limit:
+            if self.size + size > self.limit:
+                self.rows.clear()
+                self.size = 0
+            self.rows[tid] = row
+            self.size += size
 
 
 @dataclass(frozen=True, eq=False)
@@ -325,7 +349,7 @@ class BM25Index:
     # -- scoring -------------------------------------------------------------
 
     @cached_property
-    def _weights(self) -> dict[int, tuple[np.ndarray, ...]]:
+    def _weights(self) -> WeightCache:
         """Term id -> its postings and their BM25 weights, per segment
         (``main docs, main weights, delta docs, delta weights``), filled
         when a query first uses the term. The index never changes, so a
@@ -333,7 +357,7 @@ class BM25Index:
         spares every later query the gather and the arithmetic per posting.
         At most :data:`_CACHED_POSTINGS` postings are kept (then it starts
         over), a few MB."""
-        return {}
+        return WeightCache(_CACHED_POSTINGS)
 
     def term_weights(self, tid: int, idf: float) -> tuple[np.ndarray, ...]:
         """:attr:`_weights` of one term, computed (never from or into the cache,
@@ -355,8 +379,13 @@ class BM25Index:
             out += (d, idf * (f * (k1 + 1.0)) / (f + norm[d]))
         return tuple(out)
 
-    def scores(self, tokens: Iterable[str]) -> np.ndarray:
+    def scores(
+        self, tokens: Iterable[str], weights: WeightCache | None = None
+    ) -> np.ndarray:
         """BM25 of every slot for the unique query *tokens* (0 for dead slots).
+
+        *weights*: the cache of term weights to use and fill (default the
+        index's own; the numbers are the same either way).
 
         One ``bincount`` over the terms' cached posting weights, main segment
         first then delta, each in query-term order: the summation order of
@@ -364,7 +393,8 @@ class BM25Index:
         """
         # term_ids, with the cache standing in for the df > 0 test of the
         # terms it holds (a numpy scalar read per token costs more)
-        cache = self._weights
+        cache = (self._weights if weights is None else weights).rows
+        keep = (self._weights if weights is None else weights).keep
         vocab = self.vocab
         got: dict[int, tuple[np.ndarray, ...] | None] = {}
         for t in tokens:
@@ -383,13 +413,7 @@ class BM25Index:
             idf = self.idf(np.array([terms[i] for i in missing], np.int64)).tolist()
             for i, w in zip(missing, idf, strict=True):
                 rows[i] = row = self.term_weights(terms[i], np.float64(w))
-                size = len(row[0]) + len(row[2])
-                if size <= _CACHED_POSTINGS:
-                    if self._cached[0] + size > _CACHED_POSTINGS:
-                        cache.clear()
-                        self._cached[0] = 0
-                    cache[terms[i]] = row
-                    self._cached[0] += size
+                keep(terms[i], row)
         full = cast("list[tuple[np.ndarray, ...]]", rows)  # every row filled
         parts = [r[0] for r in full if len(r[0])] + [r[2] for r in full if len(r[2])]
         out: np.ndarray
@@ -403,12 +427,6 @@ class BM25Index:
         if self.n_docs < self.n_slots:
             out[~self.alive] = 0.0
         return out
-
-    @cached_property
-    def _cached(self) -> list[int]:
-        """How many postings :attr:`_weights` holds (a one-item list: the
-        dataclass is frozen)."""
-        return [0]
 
     # -- updates -------------------------------------------------------------
 

@@ -22,11 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import cast
 
 import numpy as np
 
-from pycsamt_lsp.index.bm25 import BM25Index
+from pycsamt_lsp.index.bm25 import BM25Index, WeightCache
 
 __all__ = ["FOLD_POSTINGS", "FOLD_WEIGHT", "FoldWeights", "number_variants"]
 
@@ -90,49 +89,20 @@ class FoldWeights:
     the query's words keep theirs. A save's snapshot starts a new one
     (new idf and lengths).
 
-    :meth:`scores` is ``bm.scores(terms)``, the same bits: each term's
-    weights come from ``bm.term_weights`` (what fills the body index's
-    cache, not the cache) and are summed in the same order
+    :meth:`scores` is ``bm.scores(terms)`` with this cache in place of the
+    index's (:class:`~pycsamt_lsp.index.bm25.WeightCache`), so the same bits
     (one ``bincount``, main segment then delta, each in first-seen term
     order). ``tests/test_ranking_stages.py`` compares the two.
     """
 
-    rows: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
-    size: int = 0
+    cache: WeightCache = field(default_factory=lambda: WeightCache(FOLD_POSTINGS))
+
+    @property
+    def size(self) -> int:
+        """Postings kept now (at most :data:`FOLD_POSTINGS`)."""
+        return self.cache.size
 
     def scores(self, bm: BM25Index, terms: Iterable[str]) -> np.ndarray:
         """The body BM25 of every slot for the unique *terms* (0 for dead
         slots): ``bm.scores(terms)``, bit for bit, without its cache."""
-        vocab, df, rows = bm.vocab, bm.df, self.rows
-        got: dict[int, None] = {}
-        for t in terms:
-            tid = vocab.get(t)
-            if tid is not None and tid not in got and df[tid] > 0:
-                got[tid] = None
-        if not got:
-            return np.zeros(bm.n_slots, np.float64)
-        ids = list(got)
-        full = [rows.get(t) for t in ids]
-        if None in full:
-            missing = [i for i, r in enumerate(full) if r is None]
-            idf = bm.idf(np.array([ids[i] for i in missing], np.int64)).tolist()
-            for i, w in zip(missing, idf, strict=True):
-                full[i] = row = bm.term_weights(ids[i], np.float64(w))
-                size = len(row[0]) + len(row[2])
-                if size <= FOLD_POSTINGS:
-                    if self.size + size > FOLD_POSTINGS:
-                        rows.clear()
-                        self.size = 0
-                    rows[ids[i]] = row
-                    self.size += size
-        done = cast("list[tuple[np.ndarray, ...]]", full)  # every row filled
-        parts = [r[0] for r in done if len(r[0])] + [r[2] for r in done if len(r[2])]
-        if not parts:
-            return np.zeros(bm.n_slots, np.float64)
-        ws = [r[1] for r in done if len(r[0])] + [r[3] for r in done if len(r[2])]
-        d = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        w = np.concatenate(ws) if len(ws) > 1 else ws[0]
-        out = np.bincount(d, weights=w, minlength=bm.n_slots)
-        if bm.n_docs < bm.n_slots:
-            out[~bm.alive] = 0.0
-        return out
+        return bm.scores(terms, self.cache)
