@@ -221,28 +221,61 @@ class Snapshot:
         fingerprint: str,
         skipped: Mapping[str, str] | None = None,
     ) -> Snapshot:
-        """A new snapshot with *changed* files re-chunked and *removed* gone."""
+        """A new snapshot with *changed* files re-chunked and *removed* gone.
+
+        A chunk of a changed file equal to one the file had (same id, so the
+        same lines, and the same text and metadata: the statements before
+        an edit) keeps its slot; only the others leave and are appended.
+        Why: everything an update costs after this (the BM25 rows, the
+        ranking and stage arrays, the name field) is per removed and added
+        slot, and re-adding a large module's unchanged chunks made a save
+        cost in proportion to the file, not to the change (issue 18). A kept
+        slot holds an equal chunk, so every per-slot array stays right, and
+        nothing ranks by slot number (ties go by chunk id).
+        """
         drop: list[int] = []
         files = dict(self.files)
-        for rel in list(removed) + list(changed):
+        for rel in removed:
             old = files.pop(rel, None)
             if old:
                 drop.extend(old[1])
         new_chunks: list[Chunk] = []
-        spans: dict[str, tuple[str, int, int]] = {}
+        # per changed file: its chunks' slots, a kept slot as itself and a
+        # new chunk as ``-1 - i`` (its index in new_chunks)
+        layout: dict[str, tuple[str, list[int]]] = {}
+        # An edit usually leaves most chunks of a file as they were: the
+        # stored terms of a dropped chunk of the same text are reused
+        # instead of tokenizing the text again.
+        same: dict[str, int] = {}
+        table = self.table
         for rel in sorted(changed):
             sha, file_chunks = changed[rel]
-            spans[rel] = (sha, len(new_chunks), len(new_chunks) + len(file_chunks))
-            new_chunks.extend(file_chunks)
-        # An edit usually leaves most chunks of a file as they were: their
-        # stored terms are reused instead of tokenizing the text again.
-        same: dict[str, int] = {}
-        for rel in changed:
-            for slot in self.files.get(rel, ("", ()))[1]:
+            old = files.pop(rel, None)
+            held = old[1] if old else ()
+            by_id: dict[str, tuple[int, Chunk]] = {}
+            for slot in held:
                 try:
-                    same.setdefault(self.table.get(slot).text, slot)
+                    was = table.get(slot)
                 except KeyError:
                     continue
+                by_id.setdefault(was.id, (slot, was))
+                same.setdefault(was.text, slot)
+            kept: set[int] = set()
+            order: list[int] = []
+            for c in file_chunks:
+                hit = by_id.get(c.id)
+                if (
+                    hit is not None
+                    and hit[0] not in kept
+                    and (c is hit[1] or c == hit[1])
+                ):
+                    kept.add(hit[0])
+                    order.append(hit[0])
+                else:
+                    order.append(-1 - len(new_chunks))
+                    new_chunks.append(c)
+            drop.extend(slot for slot in held if slot not in kept)
+            layout[rel] = (sha, order)
         bm25, new_slots = self.bm25.updated(
             drop,
             [
@@ -256,7 +289,7 @@ class Snapshot:
             for s in drop:
                 mem.pop(s, None)
             table = replace(table, in_memory=mem)
-        for rel, (sha, a, b) in spans.items():
-            files[rel] = (sha, tuple(new_slots[a:b]))
+        for rel, (sha, order) in layout.items():
+            files[rel] = (sha, tuple(s if s >= 0 else new_slots[-1 - s] for s in order))
         skip = dict(self.skipped if skipped is None else skipped)
         return Snapshot(bm25, table, files, fingerprint, self.generation + 1, skip)
