@@ -382,15 +382,26 @@ def test_a_save_keeps_the_slots_of_the_chunks_it_left_alone(tmp_path: Path) -> N
     )
     assert ws.refresh([big])["rechunked"] == [REL]
     after_slots, after_ids = slots_of(REL), ids_of(REL)
-    kept = [s for s in after_slots if s < n_table]
-    # the chunks before the edit kept their slots (and ids), in file order,
-    # but for the module docstring's chunk: its last line is the file's
-    assert before_ids[0] == after_ids[0] == f"{REL}:module"
-    assert after_slots[0] >= n_table
-    assert kept and kept == before_slots[1 : 1 + len(kept)]
-    assert after_ids[1 : 1 + len(kept)] == before_ids[1 : 1 + len(kept)]
-    # the chunks after it moved (their lines did): new slots, fewer than all
-    assert 0 < len(after_slots) - len(kept) < len(before_slots)
+    added = [i for i, s in enumerate(after_slots) if s >= n_table]
+    # one chunk is new (the function), appended; every other keeps its slot,
+    # in file order: those before the edit as they were, those after it
+    # (and the module docstring's, whose last line is the file's) with
+    # their new lines, read from the slot
+    assert len(added) == 1 and after_ids[added[0]].startswith(f"{REL}:{at + 1}:")
+    rest = [s for s in after_slots if s < n_table]
+    assert rest == before_slots
+    assert len(ws.snapshot.table) == n_table + 1  # type: ignore[union-attr]
+    later = [i for i, x in enumerate(before_ids) if x != after_ids[i + (i >= added[0])]]
+    assert later and before_ids[0] == f"{REL}:module"
+    snap = ws.snapshot
+    assert snap is not None
+    for s in after_slots:
+        c = snap.table.get(s)
+        assert (c.id, c.line_start, c.line_end) == (
+            snap.table.ids[s],
+            int(snap.table.line_start[s]),
+            int(snap.table.line_end[s]),
+        )
     _same_as_fresh(ws, tmp_path)
     # an edit that moves no chunk (a comment between statements): no new slot
     n_table = len(ws.snapshot.table)  # type: ignore[union-attr]
