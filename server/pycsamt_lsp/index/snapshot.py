@@ -294,8 +294,8 @@ class Snapshot:
                 by_text.setdefault(was.text, (slot, was))
                 same.setdefault(was.text, slot)
             kept: set[int] = set()
-            order: list[int | None] = []
-            for c in file_chunks:  # equal chunks first: they keep their lines
+            equal: dict[int, int] = {}  # chunk index -> its kept slot
+            for i, c in enumerate(file_chunks):  # equal chunks first (same lines)
                 hit = by_id.get(c.id)
                 if (
                     hit is not None
@@ -303,22 +303,23 @@ class Snapshot:
                     and (c is hit[1] or c == hit[1])
                 ):
                     kept.add(hit[0])
-                    order.append(hit[0])
-                else:
-                    order.append(None)
+                    equal[i] = hit[0]
+            order: list[int] = []
             for i, c in enumerate(file_chunks):
-                if order[i] is not None:
+                got = equal.get(i)
+                if got is not None:
+                    order.append(got)
                     continue
                 hit = by_text.get(c.text)
                 if hit is not None and hit[0] not in kept and _moved(c, hit[1]):
                     kept.add(hit[0])
-                    order[i] = hit[0]
+                    order.append(hit[0])
                     moved.append((hit[0], c))
                 else:
-                    order[i] = -1 - len(new_chunks)
+                    order.append(-1 - len(new_chunks))
                     new_chunks.append(c)
             drop.extend(slot for slot in held if slot not in kept)
-            layout[rel] = (sha, order)  # type: ignore[assignment]
+            layout[rel] = (sha, order)
         bm25, new_slots = self.bm25.updated(
             drop,
             [
@@ -338,7 +339,10 @@ class Snapshot:
                 line_start[s] = c.line_start or 0
                 line_end[s] = c.line_end or 0
             table = replace(table, in_memory=mem)
-        for rel, (sha, order) in layout.items():
-            files[rel] = (sha, tuple(s if s >= 0 else new_slots[-1 - s] for s in order))
+        for rel, (sha, placed) in layout.items():
+            files[rel] = (
+                sha,
+                tuple(s if s >= 0 else new_slots[-1 - s] for s in placed),
+            )
         skip = dict(self.skipped if skipped is None else skipped)
         return Snapshot(bm25, table, files, fingerprint, self.generation + 1, skip)
