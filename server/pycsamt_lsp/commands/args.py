@@ -124,7 +124,7 @@ class SearchSourceArgs:
     includeTests: bool = field(  # noqa: N815 - LSP arguments are camelCase
         default=False, metadata=_help("also search unit tests")
     )
-    limit: int = field(default=6, metadata=_help("how many results"))
+    limit: int = field(default=6, metadata=_help("how many results (at most 6)"))
 
 
 @dataclass

@@ -774,8 +774,15 @@ def _name_cover(
     its name's words, so it keeps its full score.
     """
     names, m = st.names.scores_counts(tokens, idx)
-    vocab = snap.bm25.vocab
-    n = sum(1 for t in dict.fromkeys(tokens) if vocab.get(t) is not None)
+    # "knows": a word some live chunk holds. After saves the vocabulary
+    # keeps words no live chunk holds any more (df 0); counting those made
+    # a saved index rank unlike a fresh build of the same files
+    vocab, df = snap.bm25.vocab, snap.bm25.df
+    n = sum(
+        1
+        for t in dict.fromkeys(tokens)
+        if (i := vocab.get(t)) is not None and df[i] > 0
+    )
     if n <= 1 or not names.any():
         return names
     # m == 0 where names == 0: the factor does not matter there. The
