@@ -352,3 +352,94 @@ def test_a_file_changed_before_its_outline_is_left_to_its_save(tmp_path: Path) -
     big.write_text(_module(), encoding="utf-8")
     assert ws.refresh([big])["rechunked"] == ["pycsamt/grids.py"]
     _same_as_fresh(ws, tmp_path)
+
+
+def test_a_save_keeps_the_slots_of_the_chunks_it_left_alone(tmp_path: Path) -> None:
+    """``Snapshot.updated`` keeps the slot of every chunk a save left equal
+    (the statements before an edit; all of a file whose edit moved no
+    chunk) and appends only the others, so a save costs its change, not
+    its file; the index, its rankings and a persisted copy stay those of a
+    fresh build. Small files (chunked whole) keep theirs the same way."""
+    big = _corpus(tmp_path / "corpus")
+    small = big.parent / "small.py"
+    ws = Workspace(big.parents[1], PROFILE, index_dir=tmp_path / "idx")
+    ws.build()
+    ws.prepare_saves()
+    original = big.read_text(encoding="utf-8")
+    lines = original.split("\n")
+    at = lines.index("def plain_20(z, step=20):")
+
+    def slots_of(rel: str) -> list[int]:
+        snap = ws.snapshot
+        assert snap is not None
+        return list(snap.files[rel][1])
+
+    def ids_of(rel: str) -> list[str]:
+        snap = ws.snapshot
+        assert snap is not None
+        return [snap.table.ids[s] for s in snap.files[rel][1]]
+
+    before_slots, before_ids = slots_of(REL), ids_of(REL)
+    n_table = len(ws.snapshot.table)  # type: ignore[union-attr]
+    big.write_text(
+        "\n".join(
+            [*lines[:at], "def later_grid_fn(z):", "    return z", "", "", *lines[at:]]
+        ),
+        encoding="utf-8",
+    )
+    assert ws.refresh([big])["rechunked"] == [REL]
+    after_slots, after_ids = slots_of(REL), ids_of(REL)
+    added = [i for i, s in enumerate(after_slots) if s >= n_table]
+    # one chunk is new (the function), appended; every other keeps its slot,
+    # in file order: those before the edit as they were, those after it
+    # (and the module docstring's, whose last line is the file's) with
+    # their new lines, read from the slot
+    assert len(added) == 1 and after_ids[added[0]].startswith(f"{REL}:{at + 1}:")
+    rest = [s for s in after_slots if s < n_table]
+    assert rest == before_slots
+    assert len(ws.snapshot.table) == n_table + 1  # type: ignore[union-attr]
+    later = [i for i, x in enumerate(before_ids) if x != after_ids[i + (i >= added[0])]]
+    assert later and before_ids[0] == f"{REL}:module"
+    snap = ws.snapshot
+    assert snap is not None
+    for s in after_slots:
+        c = snap.table.get(s)
+        assert (c.id, c.line_start, c.line_end) == (
+            snap.table.ids[s],
+            int(snap.table.line_start[s]),
+            int(snap.table.line_end[s]),
+        )
+    _same_as_fresh(ws, tmp_path)
+    # an edit that moves no chunk (a comment between statements): no new slot
+    n_table = len(ws.snapshot.table)  # type: ignore[union-attr]
+    text = big.read_text(encoding="utf-8").replace(
+        "\n\ndef plain_30(", "\n# a note\ndef plain_30(", 1
+    )
+    assert text != big.read_text(encoding="utf-8")
+    kept_before = slots_of(REL)
+    big.write_text(text, encoding="utf-8")
+    ws.refresh([big])
+    assert slots_of(REL) == kept_before
+    assert len(ws.snapshot.table) == n_table  # type: ignore[union-attr]
+    _same_as_fresh(ws, tmp_path)
+    # a small file, chunked whole: its equal chunks keep their slots too
+    small_before = slots_of("pycsamt/small.py")
+    small.write_text(
+        small.read_text(encoding="utf-8") + "\n\ndef other(y):\n    return y\n"
+    )
+    ws.refresh([small])
+    assert slots_of("pycsamt/small.py")[: len(small_before)] == small_before
+    _same_as_fresh(ws, tmp_path)
+    # persisted and opened again: the same index as a fresh build
+    ws.persist()
+    again = Workspace(ws.root, PROFILE, index_dir=tmp_path / "idx")
+    again.open(persist=False)
+    fresh = Workspace(ws.root, PROFILE, index_dir=tmp_path / "fresh-last")
+    fresh.build()
+    a, b = again.snapshot, fresh.snapshot
+    assert a is not None and b is not None
+    assert [c.json_line() for c in a.chunks()] == [c.json_line() for c in b.chunks()]
+    for q in ("resample the grid", "later_grid_fn", "other small"):
+        assert [(r["id"], r["score"]) for r in again.query(q, k=20)["results"]] == [
+            (r["id"], r["score"]) for r in fresh.query(q, k=20)["results"]
+        ], q

@@ -151,6 +151,34 @@ class ChunkTable:
         return self.source.read(start, int(self.offsets[slot + 1]) - start)
 
 
+#: the metadata a chunk's lines are in (all a move changes)
+_LINE_KEYS = ("line_start", "line_end")
+
+
+def _moved(c: Chunk, was: Chunk) -> bool:
+    """Whether *c* is *was* at other lines (same text given): every column
+    and metadata item but the id and the lines equal."""
+    if (
+        c.kind != was.kind
+        or c.symbol != was.symbol
+        or c.source_path != was.source_path
+        or c.workflow != was.workflow
+        or c.priority != was.priority
+    ):
+        return False
+    a, b = c.metadata, was.metadata
+    if a is b:
+        return True
+    if len(a) != len(b):
+        return False
+    for k, v in a.items():
+        if k not in b:
+            return False
+        if k not in _LINE_KEYS and (w := b[k]) is not v and w != v:
+            return False
+    return True
+
+
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """The index at one content fingerprint."""
@@ -221,28 +249,77 @@ class Snapshot:
         fingerprint: str,
         skipped: Mapping[str, str] | None = None,
     ) -> Snapshot:
-        """A new snapshot with *changed* files re-chunked and *removed* gone."""
+        """A new snapshot with *changed* files re-chunked and *removed* gone.
+
+        A chunk of a changed file that the file had already keeps its slot:
+        one equal to an old chunk (the statements before an edit), or one
+        that only moved (the same text, symbol, kind and metadata at other
+        lines: the statements after an edit that added or removed lines;
+        its slot's id and lines are rewritten). Only the others leave and
+        are appended. Why: what an update costs after this (the BM25 rows,
+        the ranking and stage arrays, the name field) is per removed and
+        added slot, and re-adding a large module's unchanged chunks made a
+        save cost in proportion to the file, not to the change (issue 18).
+        A kept slot holds the same text and the same columns but its id and
+        lines, which no per-slot array is made from (ties rank by the id,
+        read at query time), so every array stays right.
+        """
         drop: list[int] = []
         files = dict(self.files)
-        for rel in list(removed) + list(changed):
+        for rel in removed:
             old = files.pop(rel, None)
             if old:
                 drop.extend(old[1])
         new_chunks: list[Chunk] = []
-        spans: dict[str, tuple[str, int, int]] = {}
+        moved: list[tuple[int, Chunk]] = []  # kept slots with new lines
+        # per changed file: its chunks' slots, a kept slot as itself and a
+        # new chunk as ``-1 - i`` (its index in new_chunks)
+        layout: dict[str, tuple[str, list[int]]] = {}
+        # the stored terms of a dropped chunk of the same text are reused
+        # instead of tokenizing the text again
+        same: dict[str, int] = {}
+        table = self.table
         for rel in sorted(changed):
             sha, file_chunks = changed[rel]
-            spans[rel] = (sha, len(new_chunks), len(new_chunks) + len(file_chunks))
-            new_chunks.extend(file_chunks)
-        # An edit usually leaves most chunks of a file as they were: their
-        # stored terms are reused instead of tokenizing the text again.
-        same: dict[str, int] = {}
-        for rel in changed:
-            for slot in self.files.get(rel, ("", ()))[1]:
+            old = files.pop(rel, None)
+            held = old[1] if old else ()
+            by_id: dict[str, tuple[int, Chunk]] = {}
+            by_text: dict[str, tuple[int, Chunk]] = {}
+            for slot in held:
                 try:
-                    same.setdefault(self.table.get(slot).text, slot)
+                    was = table.get(slot)
                 except KeyError:
                     continue
+                by_id.setdefault(was.id, (slot, was))
+                by_text.setdefault(was.text, (slot, was))
+                same.setdefault(was.text, slot)
+            kept: set[int] = set()
+            equal: dict[int, int] = {}  # chunk index -> its kept slot
+            for i, c in enumerate(file_chunks):  # equal chunks first (same lines)
+                hit = by_id.get(c.id)
+                if (
+                    hit is not None
+                    and hit[0] not in kept
+                    and (c is hit[1] or c == hit[1])
+                ):
+                    kept.add(hit[0])
+                    equal[i] = hit[0]
+            order: list[int] = []
+            for i, c in enumerate(file_chunks):
+                got = equal.get(i)
+                if got is not None:
+                    order.append(got)
+                    continue
+                hit = by_text.get(c.text)
+                if hit is not None and hit[0] not in kept and _moved(c, hit[1]):
+                    kept.add(hit[0])
+                    order.append(hit[0])
+                    moved.append((hit[0], c))
+                else:
+                    order.append(-1 - len(new_chunks))
+                    new_chunks.append(c)
+            drop.extend(slot for slot in held if slot not in kept)
+            layout[rel] = (sha, order)
         bm25, new_slots = self.bm25.updated(
             drop,
             [
@@ -250,13 +327,22 @@ class Snapshot:
                 for c in new_chunks
             ],
         )
-        table = self.table.appended(new_chunks)
-        if drop:
+        table = self.table.appended(new_chunks)  # new columns: written below
+        if drop or moved:
             mem = dict(table.in_memory)
             for s in drop:
                 mem.pop(s, None)
+            ids, line_start, line_end = table.ids, table.line_start, table.line_end
+            for s, c in moved:
+                mem[s] = c
+                ids[s] = c.id
+                line_start[s] = c.line_start or 0
+                line_end[s] = c.line_end or 0
             table = replace(table, in_memory=mem)
-        for rel, (sha, a, b) in spans.items():
-            files[rel] = (sha, tuple(new_slots[a:b]))
+        for rel, (sha, placed) in layout.items():
+            files[rel] = (
+                sha,
+                tuple(s if s >= 0 else new_slots[-1 - s] for s in placed),
+            )
         skip = dict(self.skipped if skipped is None else skipped)
         return Snapshot(bm25, table, files, fingerprint, self.generation + 1, skip)

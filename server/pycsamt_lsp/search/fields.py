@@ -322,7 +322,10 @@ class NameField:
                 length += c
             lens[slot] = float(length)
             total += float(length)
-            n_docs += 1
+            # a document as build counts one: a name with terms (a leaf of
+            # stopwords or one letter, ``x``, ``get``, has none, and a drop
+            # never counted it off: n_docs drifted from a fresh build's)
+            n_docs += length > 0
         postings = (
             self.postings.materialized()
             if isinstance(self.postings, PackedPostings)
