@@ -180,6 +180,7 @@ def test_both_frozen_splits_are_among_the_scanned_queries():
         "frozen_test_3.jsonl",
         "frozen_test_4.jsonl",
         "frozen_test_5.jsonl",
+        "frozen_test_6.jsonl",
     ):
         qs = _suite_queries([REPO / "suites" / "test" / name])
         assert qs and set(qs) <= scanned, name

@@ -36,7 +36,16 @@ FROZEN_TEST_3 = TEST_DIR / "frozen_test_3.jsonl"
 FROZEN_TEST_4 = TEST_DIR / "frozen_test_4.jsonl"
 #: the fifth frozen test split (blind, session 7; symbols no other suite names)
 FROZEN_TEST_5 = TEST_DIR / "frozen_test_5.jsonl"
-FROZEN = (FROZEN_TEST, FROZEN_TEST_2, FROZEN_TEST_3, FROZEN_TEST_4, FROZEN_TEST_5)
+#: the sixth frozen test split (blind, session 8; symbols no other suite names)
+FROZEN_TEST_6 = TEST_DIR / "frozen_test_6.jsonl"
+FROZEN = (
+    FROZEN_TEST,
+    FROZEN_TEST_2,
+    FROZEN_TEST_3,
+    FROZEN_TEST_4,
+    FROZEN_TEST_5,
+    FROZEN_TEST_6,
+)
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
 NEW_SUITES = (*FROZEN, FRESH_TUNING)
 #: every suite whose expected symbols and in_checkout flags are checked
@@ -100,6 +109,7 @@ def test_both_splits_exist_and_parse():
         "frozen_test_3.jsonl",
         "frozen_test_4.jsonl",
         "frozen_test_5.jsonl",
+        "frozen_test_6.jsonl",
     ]
     assert {"paraphrase.jsonl", "fresh_tuning.jsonl"} <= {
         p.name for p in TUNING_DIR.glob("*.jsonl")
@@ -111,6 +121,7 @@ def test_both_splits_exist_and_parse():
     assert len(load_suite(FROZEN_TEST_3)) >= 140
     assert len(load_suite(FROZEN_TEST_4)) >= 120
     assert len(load_suite(FROZEN_TEST_5)) >= 120
+    assert len(load_suite(FROZEN_TEST_6)) >= 120
     assert 50 <= len(fresh) <= 80
     # the paraphrase suite kept its records when it moved to the tuning split
     assert len(load_suite(TUNING_DIR / "paraphrase.jsonl")) == 62
