@@ -316,6 +316,16 @@ def latency(
     return lines
 
 
+def copy_corpus(root: Path, tmp: Path) -> Path:
+    """*root* copied to ``tmp/corpus`` without its index and byte code: the
+    rankings are compared on a copy, never in the corpus itself."""
+    copy = tmp / "corpus"
+    shutil.copytree(
+        root, copy, ignore=shutil.ignore_patterns(".pycsamt_rag", "__pycache__")
+    )
+    return copy
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, required=True, help="corpus root (copied)")
@@ -347,12 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     with tempfile.TemporaryDirectory(prefix="rank-identity-") as tmpd:
         tmp = Path(tmpd)
-        copy = tmp / "corpus"
-        shutil.copytree(
-            args.root,
-            copy,
-            ignore=shutil.ignore_patterns(".pycsamt_rag", "__pycache__"),
-        )
+        copy = copy_corpus(args.root, tmp)
         ws = Workspace(copy, profile, index_dir=args.index_dir or tmp / "index")
         ws.open(persist=True)
         qs = corpus_queries(copy) + queries()

@@ -20,7 +20,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -53,12 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     both = [(name, kw, kw) for name, kw in cfgs]
     with tempfile.TemporaryDirectory(prefix="rank-identity-r1-") as tmpd:
         tmp = Path(tmpd)
-        copy = tmp / "corpus"
-        shutil.copytree(
-            args.root,
-            copy,
-            ignore=shutil.ignore_patterns(".pycsamt_rag", "__pycache__"),
-        )
+        copy = ri.copy_corpus(args.root, tmp)
         ws = Workspace(copy, load_profile(), index_dir=args.index_dir or tmp / "index")
         ws.open(persist=True)
         qs = ri.corpus_queries(copy) + ri.queries()

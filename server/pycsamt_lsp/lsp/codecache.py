@@ -277,35 +277,30 @@ class StartCodeCache:
         import dataclasses
 
         create = getattr(dataclasses, "_create_fn", None)
-        code = getattr(create, "__code__", None)
-        if (
-            code is not None
-            and "exec" in code.co_names
-            and "exec" not in vars(dataclasses)
-        ):
-            exec_flags = _future_flags(code)
-
-            def cached_exec(source: Any, *args: Any, **kw: Any) -> Any:
-                if type(source) is str and not kw:
-                    source = self._code_for(source, "<string>", "exec", exec_flags)
-                return builtin_exec(source, *args, **kw)
-
-            self._patch(dataclasses, "exec", cached_exec)
+        self._stand_in(
+            dataclasses, getattr(create, "__code__", None), "exec", builtin_exec
+        )
         code = getattr(collections.namedtuple, "__code__", None)
-        if (
-            code is not None
-            and "eval" in code.co_names
-            and "eval" not in vars(collections)
-        ):
-            eval_flags = _future_flags(code)
-
-            def cached_eval(source: Any, *args: Any, **kw: Any) -> Any:
-                if type(source) is str and not kw:
-                    source = self._code_for(source, "<string>", "eval", eval_flags)
-                return builtin_eval(source, *args, **kw)
-
-            self._patch(collections, "eval", cached_eval)
+        self._stand_in(collections, code, "eval", builtin_eval)
         return bool(self._patched)
+
+    def _stand_in(
+        self, module: Any, code: CodeType | None, name: str, builtin: Any
+    ) -> None:
+        """Stand in for the builtin *name* (``exec`` or ``eval``) in *module*
+        when *code* (the generating function's) calls it and the module does
+        not already shadow it; a string source is compiled through the cache
+        with *code*'s future flags, anything else goes to *builtin* as is."""
+        if code is None or name not in code.co_names or name in vars(module):
+            return
+        flags = _future_flags(code)
+
+        def cached(source: Any, *args: Any, **kw: Any) -> Any:
+            if type(source) is str and not kw:
+                source = self._code_for(source, "<string>", name, flags)
+            return builtin(source, *args, **kw)
+
+        self._patch(module, name, cached)
 
     def _patch(self, module: Any, name: str, fn: Any) -> None:
         setattr(module, name, fn)
