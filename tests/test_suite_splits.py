@@ -13,6 +13,7 @@ a bundled eval question, so tuning on one cannot quietly tune on the other.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -47,7 +48,9 @@ FROZEN = (
     FROZEN_TEST_6,
 )
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
-NEW_SUITES = (*FROZEN, FRESH_TUNING)
+#: session 9's tuning questions without the package's words (half B modules)
+NO_VOCAB_TUNING = TUNING_DIR / "no_vocab_tuning.jsonl"
+NEW_SUITES = (*FROZEN, FRESH_TUNING, NO_VOCAB_TUNING)
 #: every suite whose expected symbols and in_checkout flags are checked
 #: against the corpora (dense_tuning's other checks: test_dense_tuning_split)
 GROUND_TRUTH_SUITES = (*NEW_SUITES, TUNING_DIR / "dense_tuning.jsonl")
@@ -156,6 +159,27 @@ def test_test_split_covers_every_kind_of_question(path: Path):
     assert min(per.values()) >= 10, per
     # questions without package vocabulary are the point, not an afterthought
     assert per["no_vocab"] + per["conceptual"] + per["troubleshooting"] >= 35, per
+
+
+def module_half(module: str) -> str:
+    """Half ``"A"`` or ``"B"`` of the sdist's modules (benchmarks/ranking_frozen_plan.md,
+    session 9): A when the first byte of the dotted name's SHA-256 is even.
+    Split 7 draws only on half A and the no_vocab tuning file only on half B,
+    so tuning on one cannot reach the other's modules."""
+    return "A" if hashlib.sha256(module.encode()).digest()[0] % 2 == 0 else "B"
+
+
+def test_no_vocab_tuning_is_half_b_and_all_no_vocab():
+    recs = load_suite(NO_VOCAB_TUNING)
+    assert len(recs) == 50
+    assert {r["category"] for r in recs} == {"no_vocab"}
+    wrong = [
+        s
+        for r in recs
+        for s in r["expected_symbols"]
+        if module_half(s.rsplit(".", 1)[0]) != "B"
+    ]
+    assert not wrong, wrong
 
 
 def test_queries_are_unique_within_the_new_splits():
