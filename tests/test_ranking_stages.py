@@ -436,35 +436,35 @@ def test_stages_keep_the_seeds_confidence_score():
 # -- quality gates on the real corpus, tuning split ---------------------------
 
 #: component -> (metric of the tuning split, floor). Measured on the sdist
-#: (overall of suites/tuning: fresh_tuning, paraphrase and dense_tuning,
-#: exact symbols): the full engine (MRR@10 0.823, hit@10 0.930, nDCG@10
-#: 0.847, workflow-in-top-10 0.904) vs that component off. A floor sits
-#: between the two. Re-measured in session 5 (helper G) when dense_tuning
-#: joined the tuning split and stage fold, HEAD_WEIGHT 1.5, HEAD_POOL 40 and
-#: file_cap's two extra code places came in.
+#: (overall of suites/tuning: fresh_tuning, paraphrase, dense_tuning and,
+#: since session 9, no_vocab_tuning; exact symbols): the full engine vs that
+#: component off. A floor sits between the two. Re-measured in session 9
+#: when no_vocab_tuning's 50 questions without the package's words joined
+#: the split (370 records; default engine MRR@10 0.719, hit@10 0.851,
+#: nDCG@10 0.750, wf@10 0.896: those 50 alone rank far lower than the rest).
 GATES: dict[str, tuple[str, float]] = {
-    "symbol_specific": ("mrr_at_k", 0.80),  # 0.809 vs 0.782 without it
-    "field_bm25": ("mrr_at_k", 0.795),  # vs 0.777
-    # fold is off by default (query p50): "+fold" 0.821 vs the default 0.809
-    "fold": ("mrr_at_k", 0.815),
+    "symbol_specific": ("mrr_at_k", 0.71),  # 0.719 vs 0.688 without it
+    "field_bm25": ("mrr_at_k", 0.712),  # vs 0.705
+    # fold is off by default (query p50): "+fold" 0.734 vs the default 0.719
+    "fold": ("mrr_at_k", 0.726),
     # name_cover and head_wide are off by default (session 6): "+name_cover"
-    # hit@10 0.930 vs the default 0.926, "+head_wide" 0.930 vs 0.926
-    "name_cover": ("hit_at_k", 0.928),
-    "field_head": ("ndcg_at_10", 0.82),  # 0.836 vs 0.797 (MRR 0.809 vs 0.764)
-    "head_wide": ("hit_at_k", 0.928),
-    # inherit: no gate on this split (MRR@10 0.8093 with it, 0.8094 without;
+    # hit@10 0.860 vs the default 0.851, "+head_wide" 0.854 vs 0.851
+    "name_cover": ("hit_at_k", 0.855),
+    "field_head": ("ndcg_at_10", 0.73),  # 0.750 vs 0.705 (MRR 0.719 vs 0.669)
+    "head_wide": ("hit_at_k", 0.852),
+    # inherit: no gate on this split (MRR@10 0.7193 with it, 0.7197 without;
     # hit, nDCG and wf@10 no better); its behaviour is held by fixture tests
-    "module_inherit": ("mrr_at_k", 0.80),  # vs 0.794
-    "code_first": ("mrr_at_k", 0.76),  # with field_head off: 0.764 vs 0.756
+    "module_inherit": ("mrr_at_k", 0.712),  # vs 0.705
+    "code_first": ("mrr_at_k", 0.665),  # with field_head off: 0.669 vs 0.662
     "workflow_keep": ("workflow_in_topk", 0.875),  # 0.896 vs 0.852
-    "file_cap": ("hit_at_k", 0.915),  # 0.926 vs 0.899
-    "seed": ("mrr_at_k", 0.6),  # every stage off: 0.489
+    "file_cap": ("hit_at_k", 0.84),  # 0.851 vs 0.831
+    "seed": ("mrr_at_k", 0.6),  # every stage off: 0.449
 }
 #: gates measured with another stage off, which masks the component on this
 #: split: component -> that stage. field_head and code_first both lift code
 #: above prose; with field_head on, code_first changes the tuning split's
-#: MRR@10 only in its fourth decimal (0.8230 vs 0.8227), so its gate compares
-#: "field_head off" with "field_head and code_first off".
+#: MRR@10 little (0.8230 vs 0.8227 before session 9, 0.719 vs 0.715 since),
+#: so its gate compares "field_head off" with "field_head and code_first off".
 MASKED: dict[str, str] = {"code_first": "field_head"}
 
 
