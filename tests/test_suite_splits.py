@@ -39,6 +39,8 @@ FROZEN_TEST_4 = TEST_DIR / "frozen_test_4.jsonl"
 FROZEN_TEST_5 = TEST_DIR / "frozen_test_5.jsonl"
 #: the sixth frozen test split (blind, session 8; symbols no other suite names)
 FROZEN_TEST_6 = TEST_DIR / "frozen_test_6.jsonl"
+#: the seventh frozen test split (blind, session 9; half A modules only)
+FROZEN_TEST_7 = TEST_DIR / "frozen_test_7.jsonl"
 FROZEN = (
     FROZEN_TEST,
     FROZEN_TEST_2,
@@ -46,6 +48,7 @@ FROZEN = (
     FROZEN_TEST_4,
     FROZEN_TEST_5,
     FROZEN_TEST_6,
+    FROZEN_TEST_7,
 )
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
 #: session 9's tuning questions without the package's words (half B modules)
@@ -113,6 +116,7 @@ def test_both_splits_exist_and_parse():
         "frozen_test_4.jsonl",
         "frozen_test_5.jsonl",
         "frozen_test_6.jsonl",
+        "frozen_test_7.jsonl",
     ]
     assert {"paraphrase.jsonl", "fresh_tuning.jsonl"} <= {
         p.name for p in TUNING_DIR.glob("*.jsonl")
@@ -125,6 +129,7 @@ def test_both_splits_exist_and_parse():
     assert len(load_suite(FROZEN_TEST_4)) >= 120
     assert len(load_suite(FROZEN_TEST_5)) >= 120
     assert len(load_suite(FROZEN_TEST_6)) >= 120
+    assert len(load_suite(FROZEN_TEST_7)) >= 120
     assert 50 <= len(fresh) <= 80
     # the paraphrase suite kept its records when it moved to the tuning split
     assert len(load_suite(TUNING_DIR / "paraphrase.jsonl")) == 62
@@ -178,6 +183,18 @@ def test_no_vocab_tuning_is_half_b_and_all_no_vocab():
         for r in recs
         for s in r["expected_symbols"]
         if module_half(s.rsplit(".", 1)[0]) != "B"
+    ]
+    assert not wrong, wrong
+
+
+def test_frozen_test_7_is_half_a_with_25_per_category():
+    recs = load_suite(FROZEN_TEST_7)
+    assert Counter(r["category"] for r in recs) == dict.fromkeys(CATEGORIES, 25)
+    wrong = [
+        s
+        for r in recs
+        for s in r["expected_symbols"]
+        if module_half(s.rsplit(".", 1)[0]) != "A"
     ]
     assert not wrong, wrong
 
