@@ -19,7 +19,7 @@ from pycsamt_lsp.chunking import Chunk
 from pycsamt_lsp.corpus.profile import profile_from_dict
 from pycsamt_lsp.index.snapshot import Snapshot
 from pycsamt_lsp.search.retrieval import COMPONENTS, STAGES, RankAux, search
-from pycsamt_lsp.search.stages import StageAux
+from pycsamt_lsp.search.stages import OFF_BY_DEFAULT, StageAux
 
 PROFILE = profile_from_dict(
     {
@@ -152,7 +152,9 @@ QUERIES = [
 def rankings(snap: Snapshot, aux: RankAux) -> list:
     out = []
     for q in QUERIES:
-        for off in [(), STAGES, *((c,) for c in COMPONENTS)]:
+        # every component off in turn, and each opt-in stage switched on
+        ons = [(f"+{c}",) for c in sorted(OFF_BY_DEFAULT)]
+        for off in [(), STAGES, *((c,) for c in COMPONENTS), *ons]:
             hits, info = search(snap, aux, PROFILE, q, k=20, disable=off, per_file=2)
             out.append(([(h.slot, h.score) for h in hits], info["top_score"]))
     return out
