@@ -9,6 +9,7 @@ answer on the same input, and the masking/namespace facts a reader relies on.
 from __future__ import annotations
 
 import ast
+import os
 import random
 import re
 
@@ -453,3 +454,30 @@ class Box:
     assert from_chunked == _info(src)
     assert "sk-abcdefghijklmnop1234" not in str(from_chunked)
     assert "hunter22" not in str(from_chunked)
+
+
+def test_int_array_is_the_array_of_its_values():
+    """``model.state._int_array`` (one ``struct.pack``) makes the array
+    ``array("i", values)`` makes: type code, items and bytes."""
+    from array import array
+
+    from pycsamt_lsp.model.state import _int_array
+
+    rng = random.Random(7)
+    for n in (0, 1, 2, 17, 1000):
+        values = [rng.randrange(-(2**31), 2**31) for _ in range(n)]
+        got = _int_array(values)
+        want = array("i", values)
+        assert got.typecode == want.typecode
+        assert got == want and got.tobytes() == want.tobytes()
+
+
+def test_a_build_asks_numpy_for_no_huge_pages_unless_the_user_chose(monkeypatch):
+    from pycsamt_lsp import cli
+
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    cli._no_numpy_hugepages()
+    assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0"
+    monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+    cli._no_numpy_hugepages()
+    assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "1"
