@@ -353,17 +353,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(registry, _named_subcommand(argv, registry)).parse_args(argv)
     _setup_logging(args.verbose)
     if args.cmd == "build":  # issue 18: before the engine's imports
-        from pycsamt_lsp.index.heap import one_arena
         from pycsamt_lsp.index.workers import prestart
+
+        # the build's worker boots while this process imports; its workspace
+        # takes it (_open). First: the worker's start is the build's critical
+        # path at its beginning (it starts no thread here)
+        args.spare_workers = prestart()
+        from pycsamt_lsp.index.heap import one_arena
 
         one_arena()  # before the build's threads
 
         if not args.embed:  # no BLAS call: BM25 arrays are bincount/argsort
             _one_blas_thread([])  # (the user's thread variables still win)
             _no_numpy_hugepages()  # (an embedding's matrices keep them)
-        # the build's worker boots while this process imports; its workspace
-        # takes it (_open)
-        args.spare_workers = prestart()
     try:
         return _run(args, registry)
     except (PycsamtError, ValueError) as exc:
