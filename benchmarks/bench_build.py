@@ -58,12 +58,16 @@ FIGS = (
     "wall_s",
     "cpu_s",
     "root_cpu_s",
+    "child_cpu_s",
     "maxrss_mb",
     "tree_peak_rss_mb",
     "tree_peak_pss_mb",
 )
 #: row names where the field name says too little
-LABELS = {"root_cpu_s": "cpu, main process"}
+LABELS = {
+    "root_cpu_s": "cpu, main process",
+    "child_cpu_s": "cpu, its children",
+}
 
 
 def our_cli() -> list[str]:
@@ -139,6 +143,8 @@ def ref_query(root: Path, text: str) -> dict[str, Any]:
 
 
 def _slim(run: dict[str, Any]) -> dict[str, Any]:
+    if "cpu_s" in run and "root_cpu_s" in run:  # a build's workers (ours)
+        run["child_cpu_s"] = max(run["cpu_s"] - run["root_cpu_s"], 0.0)
     keep = (*FIGS, "user_s", "sys_s", "returncode", "n_chunks", "top")
     out = {k: run[k] for k in keep if k in run}
     if run.get("returncode"):
@@ -264,6 +270,7 @@ def table(results: dict[str, Any]) -> str:
         "wall_s": "s",
         "cpu_s": "s",
         "root_cpu_s": "s",
+        "child_cpu_s": "s",
         "maxrss_mb": "MB",
         "tree_peak_rss_mb": "MB",
         "tree_peak_pss_mb": "MB",
@@ -299,6 +306,16 @@ def table(results: dict[str, Any]) -> str:
                         )
                     ]
                     rows.append(f"{'':<14}wall ratio per repetition, {side}: {per}")
+                # the same round's new / old (ours / rev): the A/B itself,
+                # for wall and for CPU (CPU shifts less with the load)
+                for fig in ("wall_s", "cpu_s", "root_cpu_s"):
+                    per = [
+                        round(a[fig] / b[fig], 3) if b.get(fig) else None
+                        for a, b in zip(
+                            res[part]["runs_ours"], res[part]["runs_rev"], strict=False
+                        )
+                    ]
+                    rows.append(f"{'':<14}ours / rev per repetition, {fig}: {per}")
         srv = res.get("server")
         if srv and "rss_mb" in srv:
             rows.append(

@@ -9,6 +9,7 @@ answer on the same input, and the masking/namespace facts a reader relies on.
 from __future__ import annotations
 
 import ast
+import os
 import random
 import re
 
@@ -453,3 +454,90 @@ class Box:
     assert from_chunked == _info(src)
     assert "sk-abcdefghijklmnop1234" not in str(from_chunked)
     assert "hunter22" not in str(from_chunked)
+
+
+def test_int_array_is_the_array_of_its_values():
+    """``model.state._int_array`` (one ``struct.pack``) makes the array
+    ``array("i", values)`` makes: type code, items and bytes."""
+    from array import array
+
+    from pycsamt_lsp.model.state import _int_array
+
+    rng = random.Random(7)
+    for n in (0, 1, 2, 17, 1000):
+        values = [rng.randrange(-(2**31), 2**31) for _ in range(n)]
+        got = _int_array(values)
+        want = array("i", values)
+        assert got.typecode == want.typecode
+        assert got == want and got.tobytes() == want.tobytes()
+
+
+def test_a_build_asks_numpy_for_no_huge_pages_unless_the_user_chose(monkeypatch):
+    from pycsamt_lsp import cli
+
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    cli._no_numpy_hugepages()
+    assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0"
+    monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+    cli._no_numpy_hugepages()
+    assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "1"
+
+
+def _plain_infer_workflow(profile, *texts):
+    """``Profile.infer_workflow`` as it was: every keyword scanned in order."""
+    identity = " ".join(t for t in texts[:2] if t).lower().replace("\\", "/")
+    if identity:
+        for wf, markers in profile.identity_markers:
+            for m in markers:
+                if m in identity:
+                    return wf
+    blob = " ".join(t for t in texts if t).lower()
+    if not blob:
+        return None
+    for wf, keywords in profile.workflows:
+        for k in keywords:
+            if k in blob:
+                return wf
+    return None
+
+
+def test_keyword_guards_are_substrings_of_what_they_guard():
+    from pycsamt_lsp.corpus.profile import _guarded, load_profile
+
+    for wf, keywords in load_profile().workflows:
+        checks = _guarded(keywords)
+        covered = []
+        for c in checks:
+            if isinstance(c, str):
+                covered.append(c)
+                # a guard standing for its group: every keyword it replaced
+                # contains it
+                continue
+            guard, *members = c
+            assert len(guard) >= 3 and all(guard in m for m in members), (wf, c)
+            covered += members
+        for k in keywords:  # every keyword is checked, or contains a check
+            assert any(c in k for c in covered), (wf, k)
+
+
+def test_infer_workflow_with_guards_is_the_plain_keyword_scan():
+    """Texts made of the profile's keywords, their pieces and near misses
+    (a guard without its keyword, a keyword split across words) give the
+    workflow the plain scan gives, with and without a path and symbol."""
+    from pycsamt_lsp.corpus.profile import load_profile
+
+    profile = load_profile()
+    words = [k for _wf, ks in profile.workflows for k in ks]
+    pieces = {w[i:j] for w in words for i in range(len(w)) for j in (i + 3, i + 5)}
+    vocab = [*words, *sorted(pieces), "Static", "SHIFT", "inversion", "the", "a"]
+    rng = random.Random(18)
+    for _ in range(3000):
+        text = " ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 6)))
+        if rng.random() < 0.3:
+            text = text.replace(" ", rng.choice(["", "-", "_", "\n"]))
+        rel = rng.choice(["pycsamt/core/z.py", "docs/inversion/inv2d.rst", ""])
+        symbol = rng.choice([None, "rotate_z", "Occam2D", ""])
+        for args in ((text,), (rel, symbol, text), (rel, symbol, None)):
+            assert profile.infer_workflow(*args) == _plain_infer_workflow(
+                profile, *args
+            ), args

@@ -353,16 +353,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(registry, _named_subcommand(argv, registry)).parse_args(argv)
     _setup_logging(args.verbose)
     if args.cmd == "build":  # issue 18: before the engine's imports
-        from pycsamt_lsp.index.heap import one_arena
         from pycsamt_lsp.index.workers import prestart
+
+        # the build's worker boots while this process imports; its workspace
+        # takes it (_open). First: the worker's start is the build's critical
+        # path at its beginning (it starts no thread here)
+        args.spare_workers = prestart()
+        from pycsamt_lsp.index.heap import one_arena
 
         one_arena()  # before the build's threads
 
         if not args.embed:  # no BLAS call: BM25 arrays are bincount/argsort
             _one_blas_thread([])  # (the user's thread variables still win)
-        # the build's worker boots while this process imports; its workspace
-        # takes it (_open)
-        args.spare_workers = prestart()
+            _no_numpy_hugepages()  # (an embedding's matrices keep them)
     try:
         return _run(args, registry)
     except (PycsamtError, ValueError) as exc:
@@ -456,6 +459,29 @@ def _one_blas_thread(argv: list[str]) -> None:
     if any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
+#: numpy's switch for ``madvise(MADV_HUGEPAGE)`` on its large arrays
+_NUMPY_HUGEPAGE_VAR = "NUMPY_MADVISE_HUGEPAGE"
+
+
+def _no_numpy_hugepages() -> None:
+    """No transparent huge pages for a build's numpy arrays, unless the user
+    chose (the variable set): before numpy is imported (nothing before the
+    build's engine imports it).
+
+    Why: numpy asks the kernel for huge pages on every array of 4 MB or
+    more, and with the common ``defrag=madvise`` setting the first touch of
+    one may reclaim or compact memory on the spot (and in a virtual machine
+    wait for the host to back 2 MB at once). A build's only such arrays are
+    the BM25 postings made on its serial tail, after the last file: their
+    first writes took 0.07-0.23 s of that tail (0.11 s of system time in
+    one ``cumsum``) where 4 KB pages take 0.075-0.080 s every time (index
+    files of the checkout with docs, 5 alternating builds each, loaded
+    2-core machine; issue 18). The arrays live for a second: huge pages
+    buy such a process nothing.
+    """
+    os.environ.setdefault(_NUMPY_HUGEPAGE_VAR, "0")
 
 
 def _exit_now(code: int) -> NoReturn:

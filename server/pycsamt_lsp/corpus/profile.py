@@ -108,11 +108,28 @@ class Profile:
             return None
         # plain loops, not any(genexpr) (20% of this call per chunk in a
         # build); one regex per workflow was 2.5x slower than the ``in`` scans
-        for wf, keywords in self.workflows:
-            for k in keywords:
-                if k in blob:
-                    return wf
+        for wf, checks in self._keyword_checks:
+            for c in checks:
+                if type(c) is str:
+                    if c in blob:
+                        return wf
+                elif c[0] in blob:  # (guard, *keywords)
+                    for k in c[1:]:
+                        if k in blob:
+                            return wf
         return None
+
+    @cached_property
+    def _keyword_checks(
+        self,
+    ) -> tuple[tuple[str, tuple[str | tuple[str, ...], ...]], ...]:
+        """:attr:`workflows` with each workflow's keywords grouped behind
+        a shared substring (:func:`_guarded`): the same answers, fewer
+        scans. Why: a build asks once per chunk (11,000 on the checkout
+        with docs, most matching no keyword: every keyword scanned), 0.18
+        s of its CPU; ``static shift``, ``static-shift`` and ``staticshift``
+        are one ``static`` scan where the text has none."""
+        return tuple((wf, _guarded(keywords)) for wf, keywords in self.workflows)
 
     def workflow_for_path(self, rel: str) -> str | None:
         """Fallback workflow from the file's location (first fragment wins)."""
@@ -227,6 +244,38 @@ def profile_from_dict(data: dict, source: str = "") -> Profile:
         clarify_question=str((data.get("routing") or {}).get("clarify_question", "")),
         source=source,
     )
+
+
+def _guarded(keywords: tuple[str, ...]) -> tuple[str | tuple[str, ...], ...]:
+    """*keywords* as checks for "is one of them in a text": a keyword, or
+    ``(guard, *keywords)`` where *guard* (3 characters or more) is in each
+    of those keywords, so a text without it holds none of them. Greedy:
+    the substring shared by the most keywords (the longest of those) first,
+    while one is shared by two or more. A guard that is itself a keyword
+    stands for its whole group (the others contain it). Exact by
+    construction: a group is tried only where its guard, part of every
+    member, is in the text; the order of the checks does not matter (any
+    keyword found gives the same workflow)."""
+    left = list(dict.fromkeys(keywords))
+    out: list[str | tuple[str, ...]] = []
+    while True:
+        best: tuple[str, list[str]] | None = None
+        for k in left:
+            for n in range(3, len(k) + 1):
+                for i in range(len(k) - n + 1):
+                    g = k[i : i + n]
+                    members = [m for m in left if g in m]
+                    if len(members) >= 2 and (
+                        best is None
+                        or (len(members), len(g)) > (len(best[1]), len(best[0]))
+                    ):
+                        best = (g, members)
+        if best is None:
+            break
+        g, members = best
+        out.append(g if g in members else (g, *members))
+        left = [k for k in left if k not in members]
+    return (*out, *left)
 
 
 def load_profile(name_or_path: str | Path | None = None) -> Profile:

@@ -103,7 +103,7 @@ def contained(root: Path, path: str | Path) -> Path:
     return real
 
 
-def read_regular(path: Path, max_bytes: int) -> bytes | None:
+def read_regular(path: Path | str, max_bytes: int) -> bytes | None:
     """At most *max_bytes* of the regular file *path*; None when it is larger.
 
     Opens with ``O_NONBLOCK`` and checks ``S_ISREG`` on the open descriptor:

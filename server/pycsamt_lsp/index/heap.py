@@ -61,10 +61,18 @@ def freeze() -> None:
     gc.freeze()
 
 
-def _libc_name() -> str:
-    """The C library's file name. ``ctypes.util`` is imported here: it
-    imports ``subprocess``, ~10 ms of every process that only loads an index
-    (warm start, issue 18)."""
+def _libc_name() -> str | None:
+    """What ``ctypes.CDLL`` opens for the C library's functions: on Linux
+    None, the process's own symbols (``dlopen(NULL)``: the interpreter's
+    libc is among them), elsewhere the library ``find_library`` names.
+
+    Why not ``find_library`` on Linux too: it runs ``/sbin/ldconfig -p`` in
+    a child process (and imports ``subprocess``) on every call, twice at
+    the start of a ``pycsamt-lsp build`` (:func:`one_arena`), before its
+    worker is started: 15-20 ms there on a quiet machine, 0.18-0.20 s on a
+    loaded one (issue 18). The functions found are the same ones."""
+    if sys.platform.startswith("linux"):
+        return None
     import ctypes.util
 
     return ctypes.util.find_library("c") or "libc.so.6"
