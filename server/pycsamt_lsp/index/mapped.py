@@ -144,8 +144,8 @@ def _npy_header(
     when it is not a plain C-ordered array of a fixed-size dtype."""
     if buf[start : start + 8] == _NPY_MAGIC + b"\x01\x00":  # numpy's own layout
         length = int.from_bytes(buf[start + 8 : start + 10], "little")
-        head = buf[start + 10 : start + 10 + length]
-        m = _NPY_HEADER.fullmatch(head)
+        text = buf[start + 10 : start + 10 + length]
+        m = _NPY_HEADER.fullmatch(text)
         if m is not None:
             dtype = np.dtype(m[1].decode("ascii"))
             shape = tuple(int(x) for x in (m[2] or b"").split(b",") if x.strip())
