@@ -344,6 +344,12 @@ def rss():
 base = rss()
 t = time.perf_counter()
 import gc
+try:  # as `python -m pycsamt_lsp serve` starts (__main__.py), where it can
+    from pycsamt_lsp.lsp.codecache import early_code_cache
+    early_code_cache()
+except ImportError:  # a tree without it
+    pass
+import pycsamt_lsp.cli  # what `serve` imports before the server
 gc.disable()  # as `serve` does (cli.py): no cyclic collection in its start
 from pycsamt_lsp.lsp.codecache import server_imports
 with server_imports():  # with the attrs code cache, as `serve` imports
@@ -555,7 +561,7 @@ def main() -> None:
         (
             "    imports of `serve` (s)",
             f["breakdown_imports_s"],
-            "fresh process, as `serve`: code cache, no GC (pygls, lsprotocol, ours)",
+            "fresh process, as `python -m pycsamt_lsp serve`: the CLI, code caches, no GC",
         ),
         (
             "    then the engine's imports (s)",
