@@ -54,6 +54,7 @@ __all__ = [
     "default_folder",
     "early_code_cache",
     "lean_init_globals",
+    "remove_stale_temps",
     "server_imports",
     "start_code_cache",
 ]
@@ -115,14 +116,51 @@ def _key(source: str, filename: str, mode: str) -> bytes:
     return h.digest()
 
 
+#: a temp file of a cache file untouched this long belongs to no live writer
+STALE_TEMP_SECONDS = 60.0
+
+
 def _write(path: Path, table: _Table, header: tuple[str, ...] = _HEADER) -> None:
     from pycsamt_lsp.storage.atomic import atomic_write_bytes
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path)
         atomic_write_bytes(path, marshal.dumps((header, *table)))
     except (OSError, ValueError) as exc:
         log.debug("attrs code cache not written: %s", exc)
+
+
+def remove_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
+    """Remove the ``.NAME.XXXXXXXX`` temps of *path* (``atomic_write_bytes``'
+    names) that nobody wrote to for *older_than* seconds; how many.
+
+    Why: the cattrs file is written in a worker once the first answer is
+    out, and a client that ends the session right away ends the process
+    during that write: the temp (0.3-0.6 MB) stayed in the cache folder,
+    one more every few such starts. A writer's own temp is younger."""
+    import time
+
+    prefix = f".{path.name}."
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return 0
+    now, removed = time.time(), 0
+    for entry in entries:
+        rest = entry.name[len(prefix) :]
+        if not (entry.name.startswith(prefix) and rest):
+            continue
+        if not all(c.isascii() and (c.isalnum() or c == "_") for c in rest):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime < older_than:
+                continue
+            os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def _future_flags(code: CodeType) -> int:
