@@ -199,6 +199,7 @@ async def server_figures(root: Path, reps: int, work: Path) -> dict:
         rss, peak = await c.settled_rss_mb(Path(tmp))
         out["server_rss_cold_mb"], out["server_peak_rss_cold_mb"] = rss, peak
         await c.stop()
+        await _settle_index(root, idx)
         warm = []
         for _ in range(reps):
             c = Client()
@@ -286,6 +287,31 @@ async def server_figures(root: Path, reps: int, work: Path) -> dict:
         out["diagnostics_count"] = len(params.diagnostics)
         await c.stop()
     return out
+
+
+async def _settle_index(root: Path, idx: Path) -> None:
+    """Make the warm starts the everyday one: an index persisted a while ago
+    whose freshness record an earlier open wrote (workspace/freshness.py).
+
+    Right after the cold build the index files are younger than the
+    record's racy window (``RACY_NS``): the opens that follow check the
+    corpus by content and write no record until one starts past it, so
+    which of the warm runs paid for a content check depended on timing
+    (medians of 0.11 or 0.17 s from ``initialized`` to the first answer for
+    the same code, issue 18). Waits out the window, then one unmeasured
+    start writes the record."""
+    from pycsamt_lsp.workspace.freshness import RACY_NS
+
+    newest = max(
+        (max(p.stat().st_mtime, p.stat().st_ctime) for p in idx.iterdir()),
+        default=0.0,
+    )
+    wait = newest + RACY_NS / 1e9 + 0.2 - time.time()
+    if wait > 0:
+        await asyncio.sleep(wait)
+    c = Client()
+    await c.start(root, idx)
+    await c.stop()
 
 
 def engine_diagnostics(root: Path, reps: int) -> dict:
