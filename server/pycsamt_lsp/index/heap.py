@@ -61,25 +61,13 @@ def freeze() -> None:
     gc.freeze()
 
 
-@cache
 def _libc_name() -> str:
-    """The C library's file name: glibc's soname ``libc.so.6`` when it
-    loads (what ``find_library`` answers on glibc), else what ``ctypes.util``
-    finds.
+    """The C library's file name. ``ctypes.util`` is imported here: it
+    imports ``subprocess``, ~10 ms of every process that only loads an index
+    (warm start, issue 18)."""
+    import ctypes.util
 
-    Why not ``find_library`` first: on Linux it runs ``/sbin/ldconfig -p``
-    in a child process, and ``ctypes.util`` imports ``tempfile`` and
-    ``random``: ~70 M instructions and a fork, made twice (``tune_malloc``
-    asked for the name twice) before the server could answer ``initialize``
-    (issue 18: warm start). ``ctypes.util`` is imported only off glibc (it
-    imports ``subprocess``: ~10 ms of a process that only loads an index)."""
-    try:
-        ctypes.CDLL("libc.so.6")
-    except OSError:
-        from ctypes.util import find_library
-
-        return find_library("c") or "libc.so.6"
-    return "libc.so.6"
+    return ctypes.util.find_library("c") or "libc.so.6"
 
 
 @cache
