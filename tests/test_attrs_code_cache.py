@@ -327,3 +327,59 @@ def test_the_start_cache_gives_dataclasses_and_namedtuples_their_code(
     assert warm.stop() is None  # every one a hit
     assert got_cold == plain and got_warm == plain
     assert [c.co_filename for c in got_warm] == [c.co_filename for c in plain]
+
+
+def test_the_early_part_then_the_cattrs_part_make_one_start_cache(
+    tmp_path: Path,
+) -> None:
+    """``python -m pycsamt_lsp serve`` installs the dataclass/namedtuple
+    stand-ins before the CLI (``early_code_cache``) and the server adds the
+    cattrs one (``start_code_cache(early)``): the same cache, every stand-in
+    removed by ``stop``, and the second start finds everything in the file."""
+    import collections
+    import dataclasses
+
+    import cattrs.gen
+
+    from pycsamt_lsp.lsp.codecache import StartCodeCache
+
+    plain = _probe_classes()
+    before = [dict(vars(m)) for m in (dataclasses, collections, cattrs.gen)]
+    for start in ("cold", "warm"):
+        cache = StartCodeCache(tmp_path)
+        assert cache.install_builtins()
+        assert "compile" not in vars(cattrs.gen)  # not yet: cattrs comes later
+        probe, pair = _probe_classes()
+        assert cache.install_cattrs()
+        assert not cache.install_builtins()  # already standing in: not twice
+        assert probe.__init__.__code__ == plain[0].__init__.__code__
+        assert pair.__new__.__code__ == plain[1].__new__.__code__
+        write = cache.stop()
+        assert [dict(vars(m)) for m in (dataclasses, collections, cattrs.gen)] == (
+            before
+        )
+        if start == "cold":
+            assert write is not None
+            write()
+        else:
+            assert write is None  # every one a hit
+
+
+def test_a_write_removes_the_stale_temps_an_interrupted_write_left(
+    tmp_path: Path,
+) -> None:
+    from pycsamt_lsp.lsp.codecache import _empty, _write
+
+    path = tmp_path / "cattrs-code-x.marshal"
+    stale = tmp_path / ".cattrs-code-x.marshal.ab12_xyz"
+    fresh = tmp_path / ".cattrs-code-x.marshal.cd34_xyz"
+    other = tmp_path / ".attrs-code-x.marshal.ef56_xyz"
+    for p in (stale, fresh, other):
+        p.write_bytes(b"partial")
+    old = os.stat(stale).st_mtime - 3600
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    _write(path, _empty())
+    assert path.is_file() and not stale.exists()
+    assert fresh.exists()  # a live writer's, maybe
+    assert other.exists()  # another file's temp: its own write sweeps it

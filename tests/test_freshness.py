@@ -79,14 +79,23 @@ def open_ws(root: Path, idx: Path) -> tuple[Workspace, dict]:
 
 
 def no_reads(monkeypatch) -> None:
-    """Fail the test if the open hashes a corpus file or chunks.jsonl."""
+    """Fail the test if the open hashes a corpus file or chunks.jsonl, or
+    checks a CRC of index.npz (``names.npz``, which the record does not
+    vouch for, is still checked)."""
 
     def refuse(*_a, **_k):
         raise AssertionError("read a file the stat record vouched for")
 
     monkeypatch.setattr(facade, "hash_file", refuse)
     monkeypatch.setattr(store, "_sha256_file", refuse)
-    monkeypatch.setattr(mapped, "zlib", SimpleNamespace(crc32=refuse))
+    real_load_npz = store.load_npz
+
+    def index_npz_unread(*args, **kwargs):
+        with monkeypatch.context() as m:
+            m.setattr(mapped, "zlib", SimpleNamespace(crc32=refuse))
+            return real_load_npz(*args, **kwargs)
+
+    monkeypatch.setattr(store, "load_npz", index_npz_unread)
 
 
 def test_second_open_checks_by_stat_and_reads_nothing(tmp_path, settled, monkeypatch):

@@ -303,7 +303,9 @@ def _run_registered(
     return spec.exit_code(result) if spec.exit_code else 0
 
 
-def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
+def _run(
+    args: argparse.Namespace, registry: CommandRegistry, code_cache: Any = None
+) -> int:
     if args.cmd == "corpus":
         profile = load_profile(args.profile)
         if args.action == "fetch" and args.distribution:
@@ -333,6 +335,7 @@ def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
             profile=args.profile,
             index_dir=args.index_dir,
             resume_gc=collecting,
+            code_cache=code_cache,
         )
     if args.cmd == "commands":
         _emit(args, registry.describe(), format_commands)
@@ -345,8 +348,10 @@ def _run(args: argparse.Namespace, registry: CommandRegistry) -> int:
     return _run_registered(args, registry, name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one command line (``sys.argv[1:]`` by default); returns the exit code."""
+def main(argv: list[str] | None = None, *, code_cache: Any = None) -> int:
+    """Run one command line (``sys.argv[1:]`` by default); returns the exit code.
+    *code_cache*: ``serve``'s start code cache when ``python -m pycsamt_lsp``
+    installed it before importing this module (:mod:`pycsamt_lsp.__main__`)."""
     registry = default_registry()
     if argv is None:
         argv = sys.argv[1:]
@@ -367,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             _one_blas_thread([])  # (the user's thread variables still win)
             _no_numpy_hugepages()  # (an embedding's matrices keep them)
     try:
-        return _run(args, registry)
+        return _run(args, registry, code_cache)
     except (PycsamtError, ValueError) as exc:
         print(f"pycsamt-lsp: error: {exc}", file=sys.stderr)
         return 2
@@ -375,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def run() -> NoReturn:
+def run(*, code_cache: Any = None) -> NoReturn:
     """The program (console script, ``python -m pycsamt_lsp``): :func:`main`,
     then the process ends without the interpreter's teardown.
 
@@ -386,13 +391,13 @@ def run() -> NoReturn:
     finalizers), as at a normal exit; only then does ``os._exit`` skip the
     rest. When a flush fails (a closed pipe) or another thread still runs
     (a normal exit would wait for it), the interpreter exits as usual.
-    Tests call :func:`main`, which returns.
+    Tests call :func:`main`, which returns. *code_cache*: see :func:`main`.
     """
     argv = sys.argv[1:]
     _one_blas_thread(argv)
     if _without_cycle_collection(argv):
         gc.disable()
-    code = main(argv)
+    code = main(argv, code_cache=code_cache)
     _exit_now(code)
 
 

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import threading
-import zipfile
 from array import array
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ import numpy as np
 from pycsamt_lsp import INDEX_VERSION, __version__
 from pycsamt_lsp.errors import IndexLoadError
 from pycsamt_lsp.index.bm25 import BM25Index
-from pycsamt_lsp.index.mapped import load_npz, shared_strings
+from pycsamt_lsp.index.mapped import load_errors, load_npz, shared_strings
 from pycsamt_lsp.index.snapshot import ChunkTable, Snapshot, TextSource
 from pycsamt_lsp.storage.atomic import Staged, atomic_write, staged_write
 from pycsamt_lsp.storage.validate import check_manifest, check_meta
@@ -609,7 +608,7 @@ def load_snapshot(
         arrays = load_npz(  # postings mapped, not copied
             npz, check_crc=verified is None or not verified(manifest, npz)
         )
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+    except load_errors() as exc:
         raise IndexLoadError(f"index files are unreadable: {exc}") from None
     try:
         check_meta(meta, manifest["n_chunks"])

@@ -20,7 +20,6 @@ beside the quick fixes when it would fix more than one problem.
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -103,6 +102,8 @@ def unambiguous_fix(data: Any) -> Any:
     wrong = _last(data.get("dotted"))
     if not wrong:
         return None
+    import difflib  # here: a start that answers no fix-all does not import it
+
     close = [
         f
         for f in fixes

@@ -33,7 +33,6 @@ own cache folder, like the ``.pyc`` files of the environment.
 from __future__ import annotations
 import __future__
 
-import hashlib
 import logging
 import marshal
 import os
@@ -44,11 +43,18 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, NamedTuple
 
+try:  # what hashlib hands out, without loading OpenSSL's _hashlib (~1.5 ms)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without the builtin module
+    from hashlib import blake2b
+
 __all__ = [
     "StartCodeCache",
     "attrs_code_cache",
     "default_folder",
+    "early_code_cache",
     "lean_init_globals",
+    "remove_stale_temps",
     "server_imports",
     "start_code_cache",
 ]
@@ -102,7 +108,7 @@ def _key(source: str, filename: str, mode: str) -> bytes:
     """128-bit BLAKE2b of the compile's arguments (Python's own hash-based
     ``.pyc`` files trust a 64-bit hash of the source): the table then holds
     no copy of the ~1 MB of generated source."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for part in (mode, filename, source):
         data = part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))
@@ -110,14 +116,51 @@ def _key(source: str, filename: str, mode: str) -> bytes:
     return h.digest()
 
 
+#: a temp file of a cache file untouched this long belongs to no live writer
+STALE_TEMP_SECONDS = 60.0
+
+
 def _write(path: Path, table: _Table, header: tuple[str, ...] = _HEADER) -> None:
     from pycsamt_lsp.storage.atomic import atomic_write_bytes
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path)
         atomic_write_bytes(path, marshal.dumps((header, *table)))
     except (OSError, ValueError) as exc:
         log.debug("attrs code cache not written: %s", exc)
+
+
+def remove_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
+    """Remove the ``.NAME.XXXXXXXX`` temps of *path* (``atomic_write_bytes``'
+    names) that nobody wrote to for *older_than* seconds; how many.
+
+    Why: the cattrs file is written in a worker once the first answer is
+    out, and a client that ends the session right away ends the process
+    during that write: the temp (0.3-0.6 MB) stayed in the cache folder,
+    one more every few such starts. A writer's own temp is younger."""
+    import time
+
+    prefix = f".{path.name}."
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return 0
+    now, removed = time.time(), 0
+    for entry in entries:
+        rest = entry.name[len(prefix) :]
+        if not (entry.name.startswith(prefix) and rest):
+            continue
+        if not all(c.isascii() and (c.isalnum() or c == "_") for c in rest):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime < older_than:
+                continue
+            os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def _future_flags(code: CodeType) -> int:
@@ -219,6 +262,7 @@ class StartCodeCache:
         self.path = folder / f"cattrs-code-{sys.implementation.cache_tag}.marshal"
         self._patched: list[tuple[Any, str]] = []
         self._known = _empty()
+        self._loaded = False
         self._code: dict[_Key, CodeType] = {}
         self._names: dict[str, _Key] = {}
         self._volatile: set[str] = set()
@@ -249,40 +293,57 @@ class StartCodeCache:
         """Stand in for ``cattrs.gen``'s ``compile``, ``dataclasses``' ``exec``
         and ``collections``' ``eval`` (each left alone when it is not what
         this expects); False when none was."""
-        self._known = _read(self.path, _CATTRS_HEADER)
-        builtin_exec, builtin_eval = exec, eval
-        gen: Any
-        try:
-            import cattrs.gen as gen
-        except ImportError:
-            gen = None
-        fn = getattr(gen, "make_dict_unstructure_fn_from_attrs", None)
-        code = getattr(fn, "__code__", None)
-        if (
-            code is not None
-            and "compile" in code.co_names
-            and "compile" not in vars(gen)
-        ):
-            flags = _future_flags(code)
+        self.install_builtins()
+        self.install_cattrs()
+        return bool(self._patched)
 
-            def cached_compile(
-                source: Any, filename: Any, mode: str, *args: Any, **kw: Any
-            ) -> Any:
-                if args or kw or type(source) is not str or type(filename) is not str:
-                    return compile(source, filename, mode, *args, **kw)
-                return self._code_for(source, filename, mode, flags)
+    def _load(self) -> None:
+        if not self._loaded:
+            self._known = _read(self.path, _CATTRS_HEADER)
+            self._loaded = True
 
-            self._patch(gen, "compile", cached_compile)
+    def install_builtins(self) -> bool:
+        """The ``dataclasses`` and ``namedtuple`` stand-ins only: what
+        ``python -m pycsamt_lsp serve`` installs before it imports the CLI
+        (:mod:`pycsamt_lsp.__main__`), so that the ~70 methods the CLI's and
+        the server's own dataclasses generate come from the file too
+        (``cattrs`` is not imported yet then: :meth:`install_cattrs`, once
+        the server's imports are done); False when neither was installed."""
+        self._load()
+        before = len(self._patched)
         import collections
         import dataclasses
 
         create = getattr(dataclasses, "_create_fn", None)
-        self._stand_in(
-            dataclasses, getattr(create, "__code__", None), "exec", builtin_exec
-        )
+        self._stand_in(dataclasses, getattr(create, "__code__", None), "exec", exec)
         code = getattr(collections.namedtuple, "__code__", None)
-        self._stand_in(collections, code, "eval", builtin_eval)
-        return bool(self._patched)
+        self._stand_in(collections, code, "eval", eval)
+        return len(self._patched) > before
+
+    def install_cattrs(self) -> bool:
+        """The stand-in for ``cattrs.gen``'s ``compile``; False when it was
+        not installed (no cattrs, not the cattrs this expects, or there already)."""
+        self._load()
+        gen: Any
+        try:
+            import cattrs.gen as gen
+        except ImportError:
+            return False
+        fn = getattr(gen, "make_dict_unstructure_fn_from_attrs", None)
+        code = getattr(fn, "__code__", None)
+        if code is None or "compile" not in code.co_names or "compile" in vars(gen):
+            return False
+        flags = _future_flags(code)
+
+        def cached_compile(
+            source: Any, filename: Any, mode: str, *args: Any, **kw: Any
+        ) -> Any:
+            if args or kw or type(source) is not str or type(filename) is not str:
+                return compile(source, filename, mode, *args, **kw)
+            return self._code_for(source, filename, mode, flags)
+
+        self._patch(gen, "compile", cached_compile)
+        return True
 
     def _stand_in(
         self, module: Any, code: CodeType | None, name: str, builtin: Any
@@ -292,7 +353,7 @@ class StartCodeCache:
         not already shadow it; a string source is compiled through the cache
         with *code*'s future flags, anything else goes to *builtin* as is."""
         if code is None or name not in code.co_names or name in vars(module):
-            return
+            return  # (also: already standing in)
         flags = _future_flags(code)
 
         def cached(source: Any, *args: Any, **kw: Any) -> Any:
@@ -330,13 +391,28 @@ class StartCodeCache:
         return lambda: _write(path, table, _CATTRS_HEADER)
 
 
-def start_code_cache() -> StartCodeCache | None:
+def start_code_cache(early: StartCodeCache | None = None) -> StartCodeCache | None:
     """A :class:`StartCodeCache` installed in the cache folder, or None
-    (switched off like the attrs cache, or cattrs not as expected)."""
+    (switched off like the attrs cache, or cattrs not as expected);
+    *early*: the one :func:`early_code_cache` installed, completed here."""
+    if not _enabled():
+        return None
+    if early is not None:
+        early.install_cattrs()
+        return early if early._patched else None
+    cache = StartCodeCache(default_folder())
+    return cache if cache.install() else None
+
+
+def early_code_cache() -> StartCodeCache | None:
+    """The ``dataclasses``/``namedtuple`` part of a :class:`StartCodeCache`,
+    installed before the CLI is imported (``python -m pycsamt_lsp serve``);
+    the server completes it (:func:`start_code_cache`). None when switched
+    off or when neither stand-in applies."""
     if not _enabled():
         return None
     cache = StartCodeCache(default_folder())
-    return cache if cache.install() else None
+    return cache if cache.install_builtins() else None
 
 
 #: the modules whose attrs classes get no copy of the module's namespace

@@ -115,10 +115,16 @@ async def start(ls: PycsamtServer) -> None:
     assert ls.loop is not None and ls.opened is not None
     ls.model_loaded = ls.loop.create_future()
     ls.model_wanted = asyncio.Event()
+    registering: asyncio.Task | None = None
     try:
         profile = load_profile(ls.settings.profile)
         folder = workspace_folder(ls, profile)
         root = discover_root(profile, ls.settings.corpusRoot, workspace=folder)
+        if _watch_mode(ls, root) == "client":
+            # sent now, so its round trip overlaps the engine's imports
+            # instead of delaying the open (see ``_start_watching``); the
+            # workspace's root is the resolved one
+            registering = ls.spawn(_register_client_watcher(ls, root.resolve()))
         await _preloaded(ls)
         # imported after `initialize` was answered (see ``preload``): a broken
         # install (numpy) is reported here instead of leaving requests waiting
@@ -142,7 +148,7 @@ async def start(ls: PycsamtServer) -> None:
     )
     # Watch first: a change made while the index opens is queued and applied
     # right after (refreshes wait for the open to finish), never missed.
-    await _start_watching(ls)
+    await _start_watching(ls, registering=registering)
     model_loaded = ls.model_loaded
     try:
         await run_with_progress(ls, "Indexing pyCSAMT corpus", ws.open)
@@ -308,44 +314,72 @@ def _root_in_workspace(ls: PycsamtServer, root: Path) -> bool:
     return False
 
 
-async def _start_watching(ls: PycsamtServer, ws: Workspace | None = None) -> None:
+def _watch_mode(ls: PycsamtServer, root: Path) -> str:
+    """``off``, ``client`` (``didChangeWatchedFiles``, registered dynamically)
+    or ``server`` (``watchfiles``) for the corpus at *root*."""
+    mode = ls.settings.watch
+    if mode != "auto":
+        return mode
+    caps = ls.client_capabilities
+    dyn = caps.workspace and caps.workspace.did_change_watched_files
+    client_can = bool(dyn and dyn.dynamic_registration)
+    return "client" if client_can and _root_in_workspace(ls, root) else "server"
+
+
+async def _register_client_watcher(ls: PycsamtServer, root: Path) -> bool:
+    """Ask the client to watch *root* (``client/registerCapability``); False
+    when it refused or failed (the caller then watches server-side)."""
+    base = root.as_posix().rstrip("/")
+    watchers = [
+        types.FileSystemWatcher(glob_pattern=f"{base}/{g}") for g in _WATCH_GLOBS
+    ]
+    try:
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=f"pycsamt-watch-{uuid.uuid4().hex[:8]}",
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                            watchers=watchers
+                        ),
+                    )
+                ]
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - fall back to our own watcher
+        log.info("client watcher registration failed (%s); watching server-side", exc)
+        return False
+    log.info("file watching: client (didChangeWatchedFiles) for %s", base)
+    return True
+
+
+async def _start_watching(
+    ls: PycsamtServer,
+    ws: Workspace | None = None,
+    *,
+    registering: asyncio.Task | None = None,
+) -> None:
     """Watch *ws* (the primary workspace by default; a folder's own one
-    from :mod:`.folders`): the client's watcher when it can, else ours."""
+    from :mod:`.folders`): the client's watcher when it can, else ours.
+
+    *registering*: the client registration :func:`start` sent for the
+    primary workspace before it made it (the round trip then overlaps the
+    engine's imports: a warm start waited 3-8 ms for it before the open,
+    issue 18); awaited here, so the client watches before the open checks
+    the corpus. An event that arrives before the workspace exists is for a
+    change the open's check sees on disk anyway."""
     primary = ws is None
     ws = ls.ws if ws is None else ws
     if ws is None or ls.settings.watch == "off":
         return
-    caps = ls.client_capabilities
-    dyn = caps.workspace and caps.workspace.did_change_watched_files
-    client_can = bool(dyn and dyn.dynamic_registration)
-    mode = ls.settings.watch
-    if mode == "auto":
-        mode = "client" if client_can and _root_in_workspace(ls, ws.root) else "server"
-    if mode == "client":
-        base = ws.root.as_posix().rstrip("/")
-        watchers = [
-            types.FileSystemWatcher(glob_pattern=f"{base}/{g}") for g in _WATCH_GLOBS
-        ]
-        try:
-            await ls.client_register_capability_async(
-                types.RegistrationParams(
-                    registrations=[
-                        types.Registration(
-                            id=f"pycsamt-watch-{uuid.uuid4().hex[:8]}",
-                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                                watchers=watchers
-                            ),
-                        )
-                    ]
-                )
-            )
-            log.info("file watching: client (didChangeWatchedFiles) for %s", base)
+    if registering is not None:
+        if await registering:
             return
-        except Exception as exc:  # noqa: BLE001 - fall back to our own watcher
-            log.info(
-                "client watcher registration failed (%s); watching server-side", exc
-            )
+    elif _watch_mode(ls, ws.root) == "client" and await _register_client_watcher(
+        ls, ws.root
+    ):
+        return
     stop = asyncio.Event()
     if primary:
         ls.watch_stop = stop

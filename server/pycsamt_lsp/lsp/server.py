@@ -348,11 +348,14 @@ def serve(
     profile: str | None = None,
     index_dir: str | None = None,
     resume_gc: bool = False,
+    code_cache: StartCodeCache | None = None,
 ) -> int:
     """Run the server on stdio (or TCP for debugging); returns the exit code
     (1 when the client sent ``exit`` without ``shutdown``, as LSP says).
     *resume_gc*: the caller paused the cyclic collector for the start; the
-    server turns it back on after its first answer (:meth:`PycsamtServer.resume_gc`)."""
+    server turns it back on after its first answer (:meth:`PycsamtServer.resume_gc`).
+    *code_cache*: the start's code cache when the caller installed its first
+    part already (:func:`~pycsamt_lsp.lsp.codecache.early_code_cache`)."""
     from pycsamt_lsp.index import heap
     from pycsamt_lsp.lsp.codecache import start_code_cache
     from pycsamt_lsp.lsp.offload import tune_gil
@@ -367,7 +370,7 @@ def serve(
         overrides["profile"] = profile
     if index_dir:
         overrides["indexDir"] = str(Path(index_dir).resolve())
-    code_cache = start_code_cache()  # before the converter is made
+    code_cache = start_code_cache(code_cache)  # before the converter is made
     ls = create_server()
     ls.code_cache = code_cache
     ls.cli_overrides = overrides

@@ -15,12 +15,12 @@ process builds it.
 from __future__ import annotations
 
 import logging
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pycsamt_lsp.index.mapped import load_errors, load_npz
 from pycsamt_lsp.search.fields import NameField
 from pycsamt_lsp.storage.atomic import atomic_write
 
@@ -37,12 +37,11 @@ def load_names(index_dir: Path, build_id: str, n_slots: int) -> NameField | None
     if not build_id or not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = load_npz(path, mapped=())  # every array a copy, CRCs checked
         if bytes(arrays.pop("build_id")).decode() != build_id:
             return None
         names = NameField.from_arrays(arrays)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+    except load_errors() as exc:
         log.debug("ignoring %s: %s", path, exc)
         return None
     return names if names.n_slots == n_slots else None
