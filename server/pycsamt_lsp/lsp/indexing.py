@@ -204,9 +204,7 @@ def _load_for_editing(ls: PycsamtServer, ws: Workspace) -> None:
     are made ready for a save's update too (``Published.prepare``). First,
     the cyclic collector paused for the start is back (the first answer is
     out), after one collection of the start's garbage."""
-    import os
-
-    ls.resume_gc(collect=os.environ.get("XGC", "1") == "1")
+    ls.resume_gc(collect=True)
     import pycsamt_lsp.analysis.editor  # noqa: F401 - imported for the first request
     from pycsamt_lsp.cards.card import warm
 
