@@ -174,28 +174,28 @@ def module_half(module: str) -> str:
     return "A" if hashlib.sha256(module.encode()).digest()[0] % 2 == 0 else "B"
 
 
+def _outside_half(recs: list[dict], half: str) -> list[str]:
+    """The expected symbols of *recs* whose defining module is not in *half*."""
+    return [
+        s
+        for r in recs
+        for s in r["expected_symbols"]
+        if module_half(s.rsplit(".", 1)[0]) != half
+    ]
+
+
 def test_no_vocab_tuning_is_half_b_and_all_no_vocab():
     recs = load_suite(NO_VOCAB_TUNING)
     assert len(recs) == 50
     assert {r["category"] for r in recs} == {"no_vocab"}
-    wrong = [
-        s
-        for r in recs
-        for s in r["expected_symbols"]
-        if module_half(s.rsplit(".", 1)[0]) != "B"
-    ]
+    wrong = _outside_half(recs, "B")
     assert not wrong, wrong
 
 
 def test_frozen_test_7_is_half_a_with_25_per_category():
     recs = load_suite(FROZEN_TEST_7)
     assert Counter(r["category"] for r in recs) == dict.fromkeys(CATEGORIES, 25)
-    wrong = [
-        s
-        for r in recs
-        for s in r["expected_symbols"]
-        if module_half(s.rsplit(".", 1)[0]) != "A"
-    ]
+    wrong = _outside_half(recs, "A")
     assert not wrong, wrong
 
 
