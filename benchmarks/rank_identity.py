@@ -372,7 +372,15 @@ def main(argv: list[str] | None = None) -> int:
             snap_new = old_bm25(args.new, tmp / "new", snap)
             b = ranker(new, ws, new.RankAux.of(snap_new), snap_new)
         else:
-            b = ranker(new_retrieval, ws, new_retrieval.RankAux.of(snap))
+            # the arrays the workspace published: read back from ranks.npz
+            # when --index-dir holds this index's (workspace/warm.py)
+            pub = ws.require_published()
+            slots = pub.aux.symbol_slots
+            read_back = getattr(slots, "_ptr", None) is not None
+            print(
+                f"working tree's ranking arrays: {'read back' if read_back else 'built'}"
+            )
+            b = ranker(new_retrieval, ws, pub.aux)
         cfgs, skipped = configs(old, new)
         side = args.new or "working tree"
         note = (

@@ -106,6 +106,7 @@ from pycsamt_lsp.search.dedup import BodyCache, demote_copies
 from pycsamt_lsp.search.fields import CODE_KINDS, NameField
 from pycsamt_lsp.search.fold import FOLD_WEIGHT, FoldWeights, number_variants
 from pycsamt_lsp.search.head import HEAD_POOL, HEAD_WEIGHT, HeadCache, head_scores
+from pycsamt_lsp.search.slotmap import LazyGroups, pack_groups, unpack_groups
 
 __all__ = [
     "FIELD_WEIGHT",
@@ -328,6 +329,74 @@ class StageAux:
             alive=alive,
             mod_slots=mods,
             kids=children,
+        )
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays :meth:`of` derives from the chunk table, flat (not the
+        name field, saved on its own, nor the caches): :meth:`from_arrays`
+        makes the same masks, module tree and maps again. ``ValueError``
+        when a module name cannot be packed."""
+        out: dict[str, np.ndarray] = {
+            "code": self.code,
+            "prose": self.prose,
+            "module_doc": self.module_doc,
+            "workflow": self.workflow,
+            "mod_of": self.mod_of,
+            "alive": self.alive,
+        }
+        out.update(pack_groups("children_", self.module_children))
+        out.update(pack_groups("mods_", self.mod_slots))
+        out.update(pack_groups("kids_", self.kids))
+        return out
+
+    @classmethod
+    def from_arrays(
+        cls, snap: Snapshot, arrays: Mapping[str, np.ndarray], names: NameField | None
+    ) -> StageAux:
+        """The aux :meth:`to_arrays` saved for *snap* (warm start: the same
+        arrays :meth:`of` builds, without grouping the table again); *names*
+        as for :meth:`of`. ``ValueError`` (or ``KeyError``) when the arrays
+        do not fit *snap*."""
+        t = snap.table
+        n = len(t)
+        alive = _alive(snap)
+        masks = [arrays[k] for k in ("code", "prose", "module_doc", "workflow")]
+        mod_of = arrays["mod_of"]
+        if (
+            any(m.dtype != np.bool_ or m.shape != (n,) for m in masks)
+            or mod_of.dtype != np.int64
+            or mod_of.shape != (n,)
+            or not np.array_equal(arrays["alive"], alive)
+        ):
+            raise ValueError("stage arrays do not fit the snapshot")
+        parents, groups = unpack_groups("children_", arrays, n, int_keys=True)
+        flat = arrays["children_flat"]
+        ptr = arrays["children_ptr"].tolist()
+        raw = arrays["children_keys"]
+        if len(raw) and (int(raw.min()) < 0 or int(raw.max()) >= n):
+            raise ValueError("stage arrays do not fit the snapshot")
+        # views of one flat array: the slot arrays _children made, same values
+        children = {
+            p: flat[a:b] for p, a, b in zip(parents, ptr[:-1], ptr[1:], strict=True)
+        }
+        del groups
+        # read by a save only (:meth:`updated`): unpacked then
+        mods = LazyGroups("mods_", arrays, n)
+        kids = LazyGroups("kids_", arrays, n)
+        code, prose, module_doc, workflow = masks
+        return cls(
+            names=names
+            if names is not None
+            else NameField.build(t.symbols, t.kinds, alive),
+            code=code,
+            prose=prose,
+            module_doc=module_doc,
+            workflow=workflow,
+            module_children=children,
+            mod_of=mod_of,
+            alive=alive,
+            mod_slots=mods,
+            kids=kids,
         )
 
     def updated(self, snap: Snapshot) -> StageAux:

@@ -34,6 +34,7 @@ _OWN = (
     "papers_cache.json",
     "fresh.json",  # workspace/freshness.py, written with atomic_write_bytes
     "names.npz",  # workspace/warm.py, written with atomic_write
+    "ranks.npz",  # workspace/warm.py, written with atomic_write
 )
 _TEMP = re.compile(r"^\.(?:" + "|".join(map(re.escape, _OWN)) + r")\.[A-Za-z0-9_]+$")
 

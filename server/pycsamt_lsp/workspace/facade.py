@@ -270,8 +270,11 @@ class Workspace:
         """How many times a new snapshot was made (full or incremental)."""
         return self._state.builds
 
-    def _publish(self, snap: Snapshot, how: str, names: Any = None) -> None:
-        """Publish *snap* (``names``: its persisted name field, on a load)."""
+    def _publish(
+        self, snap: Snapshot, how: str, names: Any = None, aux: Any = None
+    ) -> None:
+        """Publish *snap* (``names``, ``aux``: its persisted name field and
+        ranking arrays, on a load)."""
         from pycsamt_lsp.workspace.published import Published
 
         st = self._state
@@ -280,7 +283,7 @@ class Workspace:
         if how == "update" and old is not None:
             st.published = old.extended(snap)  # updates only append slots
         else:
-            st.published = Published.of(snap, names)
+            st.published = Published.of(snap, names, aux)
         st.builds += 1
         st.dirty = True
         st.loaded_from = how
@@ -782,7 +785,12 @@ class Workspace:
         ``content``).
         """
         from pycsamt_lsp.workspace import freshness
-        from pycsamt_lsp.workspace.warm import load_names, save_names
+        from pycsamt_lsp.workspace.warm import (
+            load_names,
+            load_ranks,
+            save_names,
+            save_ranks,
+        )
 
         with self._lock:
             t0 = time.perf_counter()
@@ -814,11 +822,15 @@ class Workspace:
             self._state.manifest = manifest
             build_id = str(manifest.get("build_id") or "")
             names = load_names(self.index_dir, build_id, len(snap.table))
-            self._publish(snap, "disk", names)
+            aux = load_ranks(self.index_dir, build_id, snap, names)
+            self._publish(snap, "disk", names, aux)
             self._state.dirty = False
-            if names is None:  # the first reader of this index: for the next
+            if names is None or aux is None:  # the first reader: for the next
                 pub = self.require_published()
-                save_names(self.index_dir, build_id, pub.aux.stages.names)
+                if names is None:
+                    save_names(self.index_dir, build_id, pub.aux.stages.names)
+                if aux is None:
+                    save_ranks(self.index_dir, build_id, len(snap.table), pub.aux)
             if progress:
                 progress(50, "checking the corpus fingerprint")
             update: dict[str, Any] | None

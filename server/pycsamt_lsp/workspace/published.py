@@ -28,10 +28,16 @@ class Published:
     aux: RankAux
 
     @classmethod
-    def of(cls, snapshot: Snapshot, names: NameField | None = None) -> Published:
+    def of(
+        cls,
+        snapshot: Snapshot,
+        names: NameField | None = None,
+        aux: RankAux | None = None,
+    ) -> Published:
         """The state for *snapshot*, ranking arrays computed from scratch
-        (but for *names*, the name field persisted for this snapshot)."""
-        return cls(snapshot, RankAux.of(snapshot, names))
+        (but for *names*, the name field persisted for this snapshot), or
+        *aux* when given: the arrays persisted for it (warm start)."""
+        return cls(snapshot, aux if aux is not None else RankAux.of(snapshot, names))
 
     def prepare(self) -> None:
         """Do now what the first update of a loaded state would otherwise
