@@ -26,7 +26,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["compact", "freeze", "no_gc", "one_arena", "paused_gc", "tune_malloc"]
+__all__ = [
+    "compact",
+    "freeze",
+    "no_gc",
+    "one_arena",
+    "paused_gc",
+    "trim",
+    "tune_malloc",
+]
 
 log = logging.getLogger(__name__)
 
@@ -148,12 +156,27 @@ def one_arena() -> bool:
     return bool(mallopt(_M_ARENA_MAX, 1))
 
 
+def trim() -> bool:
+    """Hand the C heap's free pages back to the OS (glibc ``malloc_trim``),
+    without a collection; False off glibc.
+
+    Why: a parse of a large module (the editor opened it, or saved it)
+    frees its tokens and the parser's arena when it returns, ~8 MB for the
+    245 KB ``funcutils.py``, and glibc keeps those pages until something
+    trims; :func:`compact` does, but only after the next persist. About a
+    millisecond on the server's heap (issue 18: an editing session's
+    memory)."""
+    do = _malloc_trim()
+    if do is None:
+        return False
+    do(0)
+    return True
+
+
 def compact() -> None:
     """One full collection, freed heap back to the OS, then freeze again."""
     gc.unfreeze()
     found = gc.collect()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    trim()
     gc.freeze()
     log.debug("heap compacted: %d unreachable objects collected", found)

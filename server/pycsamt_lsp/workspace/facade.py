@@ -1206,6 +1206,7 @@ class Workspace:
         kept = self._trees.prime(rel, text)
         if kept and self.long_lived:
             heap.freeze()  # as after a save: no collection walks the tree
+            heap.trim()  # the parse's freed tokens and arena: ~8 MB for 245 KB
         return kept
 
     # -- persistence ---------------------------------------------------------
@@ -1346,6 +1347,11 @@ class Workspace:
         with self._lock:
             report = self.refresh(paths)
             self._flush_model()
+            if self.long_lived:
+                # what the saves' parses and the old snapshot freed, now
+                # rather than at the next persist (4-5 MB a save of a large
+                # module; ~1 ms)
+                heap.trim()
         return report
 
     def _flush_model(self) -> bool:
