@@ -257,3 +257,23 @@ def test_groups_pack_and_unpack_to_the_same_keys_and_values():
         unpack_groups("g_", pack_groups("g_", groups), 3, int_keys=False)
     with pytest.raises(ValueError):  # keys of the other kind
         unpack_groups("i_", pack_groups("i_", ints), 6, int_keys=False)
+
+
+def test_a_persist_after_saves_leaves_arrays_the_next_start_reads_back(tmp_path):
+    """An editing session's persist writes a new index (a new build id): it
+    saves that index's ranking arrays too, so the next start reads them
+    instead of deriving them on its way to the first answer."""
+    root, idx = built(tmp_path)
+    ws = open_ws(root, idx)
+    ss = root / "pycsamt/emtools/ss.py"
+    ss.write_text(ss.read_text() + "\n\ndef estimate_ss_median():\n    pass\n")
+    ws.refresh([ss])
+    manifest = ws.persist()
+    assert manifest is not None
+    with np.load(idx / RANKS_FILE) as saved:  # keyed to the index just written
+        assert bytes(saved["build_id"]).decode() == manifest["build_id"]
+    nxt = open_ws(root, idx)
+    assert loaded(nxt)  # read back, not derived
+    same_aux(nxt.published.aux, Published.of(nxt.snapshot).aux)
+    for q in (*QUERIES, "estimate_ss_median"):
+        assert nxt.query(q, k=5) == ws.query(q, k=5)
