@@ -22,7 +22,6 @@ indexed too but are not ours to edit: their leaks are reported as a warning
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from nearcopy import close_pairs
 from pycsamt_lsp.corpus.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,20 +117,15 @@ def near_copies(
     """``(line, unit, query, ratio)`` for every pair at or above the threshold
     (*threshold*, or ``SHORT_NEAR`` for a short unit when *short_rule*)."""
     qs = sorted({_clean(q) for q in queries})
-    out = []
-    for n, u in units:
-        limit = threshold
-        if short_rule and len(u.split()) < SHORT_WORDS:
-            limit = max(threshold, SHORT_NEAR)
-        sm = difflib.SequenceMatcher(None, "", u, autojunk=False)
-        for q in qs:
-            sm.set_seq1(q)
-            if sm.real_quick_ratio() < limit or sm.quick_ratio() < limit:
-                continue
-            r = sm.ratio()
-            if r >= limit:
-                out.append((n, u, q, round(r, 3)))
-    return out
+    units = list(units)
+    limits = [
+        max(threshold, SHORT_NEAR)
+        if short_rule and len(u.split()) < SHORT_WORDS
+        else threshold
+        for _, u in units
+    ]
+    found = close_pairs([u for _, u in units], qs, limits)
+    return [(units[i][0], units[i][1], qs[j], round(r, 3)) for i, j, r in found]
 
 
 def _suite_queries(paths: Iterable[Path]) -> list[str]:

@@ -12,7 +12,6 @@ a bundled eval question, so tuning on one cannot quietly tune on the other.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 from collections import Counter
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from nearcopy import close_pairs
 from pycsamt_lsp.corpus.profile import load_profile
 from pycsamt_lsp.evals.harness import load_suite
 from pycsamt_lsp.workspace.facade import Workspace
@@ -76,24 +76,22 @@ def _norm(s: str) -> str:
 def near_pairs(
     left: list[str], right: list[str], threshold: float = NEAR
 ) -> list[tuple[float, str, str]]:
-    """Every (ratio, a, b) with ``SequenceMatcher(a, b).ratio() >= threshold``.
+    """Every (ratio, a, b) with ``SequenceMatcher(b, a).ratio() >= threshold``
+    (both normalised), pairs that cannot reach it pruned in bulk
+    (:func:`nearcopy.close_pairs`)."""
+    found = close_pairs(
+        [_norm(a) for a in left], [_norm(b) for b in right], [threshold] * len(left)
+    )
+    return [(round(r, 3), left[i], right[j]) for i, j, r in found]
 
-    The cheap upper bounds (``real_quick_ratio``, ``quick_ratio``) skip most
-    pairs, so a few hundred by a few hundred questions stay well under a
-    second.
-    """
-    out = []
-    rights = [_norm(b) for b in right]
-    for a in left:
-        sm = difflib.SequenceMatcher(None, "", _norm(a), autojunk=False)
-        for b, nb in zip(right, rights, strict=True):
-            sm.set_seq1(nb)
-            if sm.real_quick_ratio() < threshold or sm.quick_ratio() < threshold:
-                continue
-            r = sm.ratio()
-            if r >= threshold:
-                out.append((round(r, 3), a, b))
-    return out
+
+def near_pairs_within(
+    qs: list[str], threshold: float = NEAR
+) -> list[tuple[float, str, str]]:
+    """:func:`near_pairs` of each question against the ones after it."""
+    norm = [_norm(q) for q in qs]
+    found = close_pairs(norm, norm, [threshold] * len(qs), upper=True)
+    return [(round(r, 3), qs[i], qs[j]) for i, j, r in found]
 
 
 def _queries(paths) -> list[str]:
@@ -216,8 +214,7 @@ def test_no_test_query_is_a_near_copy_of_a_tuning_query():
 
 def test_no_two_test_queries_are_near_copies():
     """Within a frozen split and across the two frozen splits."""
-    qs = _queries(FROZEN)
-    hits = [h for i, q in enumerate(qs) for h in near_pairs([q], qs[i + 1 :])]
+    hits = near_pairs_within(_queries(FROZEN))
     assert not hits, hits
 
 
