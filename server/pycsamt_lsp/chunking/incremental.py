@@ -109,10 +109,11 @@ class TreeCache:
         self.put(rel, text, tree)
         return True
 
-    def forget(self, rel: str) -> None:
-        """Drop the entry of *rel* (deleted or skipped file)."""
+    def forget(self, rel: str) -> bool:
+        """Drop the entry of *rel* (deleted, skipped or closed file); True
+        when there was one."""
         with self._lock:
-            self._items.pop(rel, None)
+            return self._items.pop(rel, None) is not None
 
     def __len__(self) -> int:
         with self._lock:

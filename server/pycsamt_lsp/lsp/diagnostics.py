@@ -373,6 +373,19 @@ async def did_open(ls: PycsamtServer, params: types.DidOpenTextDocumentParams) -
 async def _prime_tree(ls: PycsamtServer, uri: str) -> None:
     """Parse an opened corpus module now, off the event loop, so its first
     save re-parses only what changed (``Workspace.prime_tree``)."""
+    await _tree_job(ls, uri, "prime tree", "prime_tree")
+
+
+async def _release_tree(ls: PycsamtServer, uri: str) -> None:
+    """Drop the tree :func:`_prime_tree` kept for a module the editor closed
+    (``Workspace.release_tree``), off the event loop (freeing a large tree's
+    nodes takes a few milliseconds)."""
+    await _tree_job(ls, uri, "release tree", "release_tree")
+
+
+async def _tree_job(ls: PycsamtServer, uri: str, what: str, method: str) -> None:
+    """``Workspace.<method>(path)`` of the folder holding *uri*, in the
+    command lane, once the index is ready."""
     from pygls.uris import to_fs_path
 
     from pycsamt_lsp.errors import QueryError
@@ -385,7 +398,7 @@ async def _prime_tree(ls: PycsamtServer, uri: str) -> None:
     ws = folders.workspace_for(ls, uri) or primary
     path = to_fs_path(uri) if uri.startswith("file:") else None
     if path:
-        await ls.run_blocking("prime tree", ws.prime_tree, path, lane="command")
+        await ls.run_blocking(what, getattr(ws, method), path, lane="command")
 
 
 def did_change(ls: PycsamtServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -397,6 +410,7 @@ def did_save(ls: PycsamtServer, params: types.DidSaveTextDocumentParams) -> None
 
 
 def did_close(ls: PycsamtServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.spawn(_release_tree(ls, params.text_document.uri))
     handle = ls.diagnostics_timers.pop(params.text_document.uri, None)
     if handle is not None:
         handle.cancel()
