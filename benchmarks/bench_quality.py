@@ -45,6 +45,14 @@ default's, with pass - default and its paired bootstrap 95% CI
 (:func:`paired_ci`: 2,000 resamples, seed 0); JSON: ``disable_default`` and
 ``disable_variants`` per corpus. A misspelt stage is refused at once.
 
+``--questions`` replaces the default files; ``--with-bundled`` adds each
+corpus's own bundled suites to them (a run on the tuning files that still
+reports the bundled metrics). ``--dump-top`` writes each record's top 10
+(symbol, kind, path; :func:`top_dump`) for ours, the reference and every
+``--disable`` pass into the JSON, beside the first expected symbol's
+``rank`` that every pass's per-record rows carry: what a per-record
+diagnosis of misses reads.
+
 ``--routing FILE`` scores intent / workflow / line accuracy on records with
 ``expected_intent`` / ``expected_workflow`` / ``expected_line`` for the
 reference (its own harness: ``IntentRouter`` offline, its subject-workflow
@@ -192,6 +200,21 @@ def score_record(rec: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, A
     out["top1_no_symbol"] = bool(top) and not top[0].get("symbol")
     out["top"] = [h.get("symbol") or h.get("title") or h.get("label") for h in top[:3]]
     return out
+
+
+def top_dump(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The top K as ``symbol`` / ``kind`` / ``path`` rows (``--dump-top``):
+    what a per-record diagnosis reads, the same fields for both engines
+    (ours: ``path``; the reference: ``source_path``)."""
+    return [
+        {
+            "symbol": h.get("symbol"),
+            "kind": h.get("kind"),
+            "path": h.get("path") or h.get("source_path"),
+            "title": None if h.get("symbol") else h.get("title") or h.get("label"),
+        }
+        for h in hits[:K]
+    ]
 
 
 def aggregate(scored: list[dict[str, Any]]) -> dict[str, Any]:
@@ -412,10 +435,16 @@ def our_embed(root: Path, backend: str) -> dict[str, Any]:
     }
 
 
-def question_files(src: Path, extra: list[Path] | None) -> list[Path]:
-    """The given files, else the corpus's bundled suites and ours (not routing_*)."""
+def question_files(
+    src: Path, extra: list[Path] | None, *, with_bundled: bool = False
+) -> list[Path]:
+    """The given files, else the corpus's bundled suites and ours (not routing_*).
+
+    *with_bundled*: the given files and the corpus's bundled suites (each
+    corpus its own), so a run on chosen files still reports them."""
     if extra:
-        return extra
+        bundled = sorted((src / BUNDLED).glob("*.jsonl")) if with_bundled else []
+        return bundled + list(extra)
     ours = sorted(PROJECT_SUITES.rglob("*.jsonl"))
     return sorted((src / BUNDLED).glob("*.jsonl")) + [
         p for p in ours if not p.name.startswith("routing_")
@@ -450,7 +479,10 @@ def bench_corpus(
     name: str, src: Path, tmp: Path, a: argparse.Namespace
 ) -> dict[str, Any]:
     checkout = not (src / "PKG-INFO").exists()
-    records = load_records(question_files(src, a.questions), checkout=checkout)
+    records = load_records(
+        question_files(src, a.questions, with_bundled=a.with_bundled),
+        checkout=checkout,
+    )
     queries = list(dict.fromkeys(r["query"] for r in records))
     ours_copy = copy_corpus(src, tmp / f"{name}-ours")
     ref_copy = copy_corpus(src, tmp / f"{name}-ref")
@@ -480,11 +512,23 @@ def bench_corpus(
         },
         "records": [
             {"query": o["query"], "suite": o["suite"], "ours": o, "ref": r}
+            | (
+                {
+                    "ours_top": top_dump(o_hits[o["query"]]),
+                    "ref_top": top_dump(r_hits[o["query"]]),
+                }
+                if a.dump_top
+                else {}
+            )
             for o, r in zip(o_scored, r_scored, strict=True)
         ],
     }
     if a.disable:
-        res.update(disable_passes(ours_copy, records, queries, o_hits, a.disable))
+        res.update(
+            disable_passes(
+                ours_copy, records, queries, o_hits, a.disable, dump_top=a.dump_top
+            )
+        )
     if a.dense:
         seed = (a.vectors_from or {}).get(name)
         if seed is not None:  # reuse vectors of unchanged texts (same model/recipe)
@@ -647,6 +691,8 @@ def disable_passes(
     queries: list[str],
     default_hits: Mapping[str, list[dict[str, Any]]],
     specs: list[str],
+    *,
+    dump_top: bool = False,
 ) -> dict[str, Any]:
     """One ranking of every question per ``--disable`` spec, each against the
     default (*default_hits*, ours as ranked above), on the built copy *root*.
@@ -655,7 +701,9 @@ def disable_passes(
     (:data:`OUR_DRIVER`), with the command's ``disable`` field set: the named
     BM25 ranking stages off, ``+name`` ones on. Returns ``disable_default``
     (the default's figures with nDCG@10) and ``disable_variants`` (per spec:
-    figures, paired CIs against the default, per-record figures, p50).
+    figures, paired CIs against the default, per-record figures with the
+    first expected symbol's ``rank``, p50); *dump_top*: each record's top K
+    too (:func:`top_dump`).
     """
     base = variant_scores(records, default_hits)
     variants: dict[str, Any] = {}
@@ -672,8 +720,9 @@ def disable_passes(
             "query_ms_p50": 1000
             * statistics.median(r["seconds"] for r in out["results"]),
             "records": [
-                {"query": x["query"], "suite": x["suite"]}
+                {"query": x["query"], "suite": x["suite"], "rank": x.get("rank")}
                 | {key: x.get(key) for _, key in VARIANT_METRICS}
+                | ({"top": top_dump(hits[x["query"]])} if dump_top else {})
                 for x in alt
             ],
         }
@@ -681,7 +730,7 @@ def disable_passes(
         "disable_default": {
             "by_suite": variant_summary(base),
             "records": [
-                {"query": x["query"], "suite": x["suite"]}
+                {"query": x["query"], "suite": x["suite"], "rank": x.get("rank")}
                 | {key: x.get(key) for _, key in VARIANT_METRICS}
                 for x in base
             ],
@@ -962,6 +1011,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the routing pass (the suites/**/routing_*.jsonl default), "
         "e.g. to measure one retrieval split only",
+    )
+    ap.add_argument(
+        "--with-bundled",
+        action="store_true",
+        help="with --questions: also the corpus's bundled suites (each corpus "
+        "its own pycsamt/assistant/evals/suites)",
+    )
+    ap.add_argument(
+        "--dump-top",
+        action="store_true",
+        help="JSON: each record's top 10 (symbol, kind, path) for ours, the "
+        "reference and every --disable pass, for a per-record diagnosis",
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
