@@ -177,6 +177,7 @@ def test_both_frozen_splits_are_among_the_scanned_queries():
         "frozen_test_5.jsonl",
         "frozen_test_6.jsonl",
         "frozen_test_7.jsonl",
+        "frozen_test_8.jsonl",
         "../tuning/no_vocab_tuning.jsonl",
     ):
         qs = _suite_queries([REPO / "suites" / "test" / name])

@@ -41,6 +41,8 @@ FROZEN_TEST_5 = TEST_DIR / "frozen_test_5.jsonl"
 FROZEN_TEST_6 = TEST_DIR / "frozen_test_6.jsonl"
 #: the seventh frozen test split (blind, session 9; half A modules only)
 FROZEN_TEST_7 = TEST_DIR / "frozen_test_7.jsonl"
+#: the eighth frozen test split (blind, session 13; half A modules only)
+FROZEN_TEST_8 = TEST_DIR / "frozen_test_8.jsonl"
 FROZEN = (
     FROZEN_TEST,
     FROZEN_TEST_2,
@@ -49,6 +51,7 @@ FROZEN = (
     FROZEN_TEST_5,
     FROZEN_TEST_6,
     FROZEN_TEST_7,
+    FROZEN_TEST_8,
 )
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
 #: session 9's tuning questions without the package's words (half B modules)
@@ -115,6 +118,7 @@ def test_both_splits_exist_and_parse():
         "frozen_test_5.jsonl",
         "frozen_test_6.jsonl",
         "frozen_test_7.jsonl",
+        "frozen_test_8.jsonl",
     ]
     assert {"paraphrase.jsonl", "fresh_tuning.jsonl"} <= {
         p.name for p in TUNING_DIR.glob("*.jsonl")
@@ -128,6 +132,7 @@ def test_both_splits_exist_and_parse():
     assert len(load_suite(FROZEN_TEST_5)) >= 120
     assert len(load_suite(FROZEN_TEST_6)) >= 120
     assert len(load_suite(FROZEN_TEST_7)) >= 120
+    assert len(load_suite(FROZEN_TEST_8)) >= 120
     assert 50 <= len(fresh) <= 80
     # the paraphrase suite kept its records when it moved to the tuning split
     assert len(load_suite(TUNING_DIR / "paraphrase.jsonl")) == 62
@@ -192,6 +197,13 @@ def test_no_vocab_tuning_is_half_b_and_all_no_vocab():
 
 def test_frozen_test_7_is_half_a_with_25_per_category():
     recs = load_suite(FROZEN_TEST_7)
+    assert Counter(r["category"] for r in recs) == dict.fromkeys(CATEGORIES, 25)
+    wrong = _outside_half(recs, "A")
+    assert not wrong, wrong
+
+
+def test_frozen_test_8_is_half_a_with_25_per_category():
+    recs = load_suite(FROZEN_TEST_8)
     assert Counter(r["category"] for r in recs) == dict.fromkeys(CATEGORIES, 25)
     wrong = _outside_half(recs, "A")
     assert not wrong, wrong
