@@ -281,6 +281,47 @@ def test_workflow_keep_keeps_the_workflows_guidance_on_the_first_page():
     )
 
 
+def search_scores(snap, aux, q) -> list[float]:
+    hits, _ = search(snap, aux, PROFILE, q, k=50, disable=STAGES)
+    return [h.score for h in hits]
+
+
+def test_workflow_keep_keeps_both_lifts_on_the_first_page():
+    """A code chunk of the query's workflow and a guide, both below the first
+    page: both are lifted onto it (the second lift used to push the first
+    off: it went just above the cut the first one had become)."""
+    code = [
+        chunk(
+            f"pkg/f{i}.py",
+            1,
+            f"hampel filter window {filler(i)}",
+            symbol=f"pkg.f{i}.fn",
+        )
+        for i in range(14)
+    ]
+    mine = chunk(
+        "pkg/w.py", 1, "hampel " + filler(40), symbol="pkg.w.wfn", workflow="denoise"
+    )
+    guide = chunk(
+        "recipes/den.md",
+        1,
+        "Denoise with a hampel filter. " + filler(300),
+        kind="recipe",
+        workflow="denoise",
+    )
+    snap, aux = index([*code, mine, guide])
+    q = "hampel filter window"
+    seed = ranked(snap, aux, q, k=50)
+    # the case: both below the first page, the workflow's code chunk first
+    assert seed.index("pkg.w.wfn") >= 10
+    assert seed.index(guide.id) > seed.index("pkg.w.wfn")
+    page = ranked(snap, aux, q, k=10, only="workflow_keep")
+    assert len(set(search_scores(snap, aux, q))) == 16  # no ties: places are exact
+    assert page[-2:] == ["pkg.w.wfn", guide.id]
+    assert page[:8] == seed[:8]
+    assert ranked(snap, aux, q, k=20, only="workflow_keep")[:10] == page
+
+
 def test_file_cap_lets_one_module_give_four_functions():
     big = [
         chunk("pkg/big.py", i * 10, f"static shift {filler(i)}", symbol=f"pkg.big.f{i}")

@@ -79,7 +79,8 @@ the symbol's own name counts no more than any word of its body. The stages:
     When the query has a workflow and none of the best :data:`KEEP_DEPTH`
     chunks carries it, the best-scored chunk of that workflow is lifted to
     just above the :data:`KEEP_DEPTH`-th score; likewise the best prose
-    chunk that has a workflow when no such prose is left among them. The stages above promote code,
+    chunk that has a workflow when no such prose is left among them (both
+    lifted: they take the last two places). The stages above promote code,
     which seldom carries a workflow, and must not push the workflow's own
     guidance out of the first page. It acts on scores, not on the cut at
     *k*, so a longer list starts with the shorter one.
@@ -739,18 +740,34 @@ def _keep_one(
     """*s* with the best of each mask among the :data:`KEEP_DEPTH` best.
 
     One partition finds the cut; a lift goes just above it (and moves it).
+    With *m* lifts the lifted chunks take the page's last *m* places, in
+    the order of *masks*: each goes just above the ``(KEEP_DEPTH - m +
+    1)``-th best of the others. Why: lifting the second just above the new
+    cut, which was the first lift's own score, pushed the first off the
+    page (a code chunk of the query's workflow, then a guide: the guide
+    alone stayed).
     """
     if len(s) <= KEEP_DEPTH:
         return s
     out = s
     kth = kth_largest(s, KEEP_DEPTH)
+    lifted: list[int] = []
     for mine in masks:
         if mine is None or not mine.any() or out[mine].max() >= kth:
             continue
         j = _best(mine.nonzero()[0], out, idx, ids)
         if out is s:
             out = s.copy()
-        out[j] = kth * (1.0 + 1e-9)
+        lifted.append(j)
+        if len(lifted) == 1:
+            out[j] = kth * (1.0 + 1e-9)
+        else:  # the others' cut for m places, earlier lifts higher
+            rest = out.copy()
+            rest[lifted] = -np.inf
+            m = len(lifted)
+            cut = kth_largest(rest, KEEP_DEPTH - m + 1)
+            for r, x in enumerate(lifted):
+                out[x] = cut * (1.0 + 1e-9 * (m + 1 - r))
         kth = kth_largest(out, KEEP_DEPTH)
     return out
 
