@@ -1,7 +1,10 @@
 """Query latency in process (issue 14): ``search`` and ``Workspace.query``.
 
 Every query of the suites the eval runs by default (the corpus's bundled
-suites too), on a copy of the corpus, timed one call at a time:
+suites too; the project's as of ``--suites-at REV``, by default
+:data:`SUITES_AT`, the fixed list of the latency rule in
+``ranking_frozen_plan.md``, so a new suite does not move the figure; ``tree``
+for the working tree's), on a copy of the corpus, timed one call at a time:
 
 * **core**: ``retrieval.search`` (k=10, per-file cap 2), what ranking costs;
 * **api**: ``Workspace.query`` (k=10, snippets), what a ``pycsamt.query``
@@ -46,11 +49,43 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def _suite_queries(copy: Path) -> list[str]:
+#: The latency rule's query list (benchmarks/ranking_frozen_plan.md, session
+#: 10): the project's suites as of this revision, nothing added later
+#: (1,787 queries with the pyCSAMT corpora's bundled suites).
+SUITES_AT = "1cda22d"
+
+
+def _suite_queries(copy: Path, suites_at: str = "tree") -> list[str]:
+    """The corpus's bundled suites' queries, then the project's: the working
+    tree's (*suites_at* ``"tree"``, what ``rank_identity`` ranks) or those
+    of git revision *suites_at*."""
     sys.path.insert(0, str(PROJECT / "benchmarks"))
     import rank_identity as ri  # the same query list rank_identity ranks
 
-    return [q for _, q in ri.corpus_queries(copy) + ri.queries()]
+    if suites_at == "tree":
+        return [q for _, q in ri.corpus_queries(copy) + ri.queries()]
+    from pycsamt_lsp.evals.suites import default_suite_paths, load_suites
+
+    with tempfile.TemporaryDirectory(prefix="bench-query-suites-") as tmpd:
+        got = subprocess.run(
+            ["git", "archive", suites_at, "suites", "tests/suites"],
+            cwd=PROJECT,
+            capture_output=True,
+        )
+        if got.returncode:  # no tests/suites at that revision: suites alone
+            got = subprocess.run(
+                ["git", "archive", suites_at, "suites"],
+                cwd=PROJECT,
+                capture_output=True,
+                check=True,
+            )
+        tar = Path(tmpd) / "suites.tar"
+        tar.write_bytes(got.stdout)
+        with tarfile.open(tar) as tf:
+            tf.extractall(tmpd, filter="data")
+        paths = default_suite_paths(None, tmpd)
+        own = [r["query"] for recs in load_suites(paths).values() for r in recs]
+    return [q for _, q in ri.corpus_queries(copy)] + own
 
 
 def _times(fn: Callable[[str], object], qs: list[str]) -> tuple[float, float]:
@@ -64,7 +99,11 @@ def _times(fn: Callable[[str], object], qs: list[str]) -> tuple[float, float]:
 
 
 def measure(
-    root: Path, index_dir: Path, reps: int, disable: tuple[str, ...] = ()
+    root: Path,
+    index_dir: Path,
+    reps: int,
+    disable: tuple[str, ...] = (),
+    suites_at: str = SUITES_AT,
 ) -> dict[str, Any]:
     """One process's figures (ms) for the package it imports."""
     from pycsamt_lsp.corpus.profile import load_profile
@@ -78,7 +117,7 @@ def measure(
         )
         ws = Workspace(copy, load_profile(), index_dir=index_dir)
         ws.open(persist=True)
-        qs = _suite_queries(copy)
+        qs = _suite_queries(copy, suites_at)
         snap = ws.snapshot
         assert snap is not None
         out: dict[str, Any] = {"queries": len(qs), "chunks": len(snap.table)}
@@ -133,6 +172,8 @@ def _child(args: argparse.Namespace, server: Path | None, index_dir: Path) -> di
         str(index_dir),
         "--disable",
         args.disable,
+        "--suites-at",
+        args.suites_at,
         "--child",
     ]
     got = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -157,13 +198,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="alternating processes")
     ap.add_argument("--index-dir", type=Path, help="persisted index (reused)")
     ap.add_argument("--disable", default="", help="components off on both sides")
+    ap.add_argument(
+        "--suites-at",
+        default=SUITES_AT,
+        metavar="REV",
+        help="the project's suites as of this git revision (default: the "
+        "latency rule's fixed list); 'tree': the working tree's",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON only")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     root = args.root.expanduser().resolve()
     off = tuple(x for x in args.disable.split(",") if x)
     if args.child:
-        print(json.dumps(measure(root, args.index_dir, args.reps, off)))
+        print(json.dumps(measure(root, args.index_dir, args.reps, off, args.suites_at)))
         return 0
     from pycsamt_lsp.errors import QueryError
     from pycsamt_lsp.search.retrieval import check_disable
@@ -191,13 +239,15 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1min": loads,
         "sides": {n: {k: _median(r, k) for k in keys} for n, r in runs.items()},
         "queries": runs["tree"][0]["queries"],
+        "suites_at": args.suites_at,
         "chunks": runs["tree"][0]["chunks"],
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(
-        f"{root}: {report['chunks']} chunks, {report['queries']} queries, "
+        f"{root}: {report['chunks']} chunks, {report['queries']} queries "
+        f"(suites at {args.suites_at}), "
         f"{args.rounds} rounds; load average {min(loads):.1f}-{max(loads):.1f}"
         + (f"; off: {args.disable}" if args.disable else "")
     )
