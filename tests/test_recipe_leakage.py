@@ -179,6 +179,7 @@ def test_both_frozen_splits_are_among_the_scanned_queries():
         "frozen_test_7.jsonl",
         "frozen_test_8.jsonl",
         "../tuning/no_vocab_tuning.jsonl",
+        "../tuning/howto_tuning.jsonl",
     ):
         qs = _suite_queries([REPO / "suites" / "test" / name])
         assert qs and set(qs) <= scanned, name

@@ -56,7 +56,9 @@ FROZEN = (
 FRESH_TUNING = TUNING_DIR / "fresh_tuning.jsonl"
 #: session 9's tuning questions without the package's words (half B modules)
 NO_VOCAB_TUNING = TUNING_DIR / "no_vocab_tuning.jsonl"
-NEW_SUITES = (*FROZEN, FRESH_TUNING, NO_VOCAB_TUNING)
+#: session 13's tuning howto and code questions (half B modules)
+HOWTO_TUNING = TUNING_DIR / "howto_tuning.jsonl"
+NEW_SUITES = (*FROZEN, FRESH_TUNING, NO_VOCAB_TUNING, HOWTO_TUNING)
 #: every suite whose expected symbols and in_checkout flags are checked
 #: against the corpora (dense_tuning's other checks: test_dense_tuning_split)
 GROUND_TRUTH_SUITES = (*NEW_SUITES, TUNING_DIR / "dense_tuning.jsonl")
@@ -191,6 +193,14 @@ def test_no_vocab_tuning_is_half_b_and_all_no_vocab():
     recs = load_suite(NO_VOCAB_TUNING)
     assert len(recs) == 50
     assert {r["category"] for r in recs} == {"no_vocab"}
+    wrong = _outside_half(recs, "B")
+    assert not wrong, wrong
+
+
+def test_howto_tuning_is_half_b_howto_and_code():
+    recs = load_suite(HOWTO_TUNING)
+    assert Counter(r["category"] for r in recs) == {"howto": 40, "code": 20}
+    assert {r["split"] for r in recs} == {"tuning"}
     wrong = _outside_half(recs, "B")
     assert not wrong, wrong
 
