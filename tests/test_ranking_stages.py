@@ -15,6 +15,7 @@ Two parts:
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -255,24 +256,33 @@ def test_code_first_a_module_docstring_yields_to_its_symbol():
     ]
 
 
-def test_workflow_keep_keeps_the_workflows_guidance_on_the_first_page():
-    code = [
+def _hampel_code(words: Callable[[int], int]) -> list[Chunk]:
+    """14 code chunks without a workflow that match "hampel filter window",
+    the i-th with ``words(i)`` filler words."""
+    return [
         chunk(
             f"pkg/f{i}.py",
             1,
-            f"hampel filter window {filler(i % 3)}",
+            f"hampel filter window {filler(words(i))}",
             symbol=f"pkg.f{i}.fn",
         )
         for i in range(14)
     ]
-    guide = chunk(
-        "recipes/den.md",
-        1,
-        "Denoise with a hampel filter. " + filler(300),
-        kind="recipe",
-        workflow="denoise",
-    )
-    snap, aux = index([*code, guide])
+
+
+#: a guide of the denoise workflow that ranks low for "hampel filter window"
+DENOISE_GUIDE = chunk(
+    "recipes/den.md",
+    1,
+    "Denoise with a hampel filter. " + filler(300),
+    kind="recipe",
+    workflow="denoise",
+)
+
+
+def test_workflow_keep_keeps_the_workflows_guidance_on_the_first_page():
+    guide = DENOISE_GUIDE
+    snap, aux = index([*_hampel_code(lambda i: i % 3), guide])
     q = "hampel filter window"
     assert guide.id not in ranked(snap, aux, q, k=10)
     assert guide.id in ranked(snap, aux, q, k=10, only="workflow_keep")
@@ -291,26 +301,11 @@ def test_workflow_keep_keeps_both_lifts_on_the_first_page():
     """A code chunk of the query's workflow and a guide, both below the first
     page: both are lifted onto it (the second lift used to push the first
     off: it went just above the cut the first one had become)."""
-    code = [
-        chunk(
-            f"pkg/f{i}.py",
-            1,
-            f"hampel filter window {filler(i)}",
-            symbol=f"pkg.f{i}.fn",
-        )
-        for i in range(14)
-    ]
     mine = chunk(
         "pkg/w.py", 1, "hampel " + filler(40), symbol="pkg.w.wfn", workflow="denoise"
     )
-    guide = chunk(
-        "recipes/den.md",
-        1,
-        "Denoise with a hampel filter. " + filler(300),
-        kind="recipe",
-        workflow="denoise",
-    )
-    snap, aux = index([*code, mine, guide])
+    guide = DENOISE_GUIDE
+    snap, aux = index([*_hampel_code(lambda i: i), mine, guide])
     q = "hampel filter window"
     seed = ranked(snap, aux, q, k=50)
     # the case: both below the first page, the workflow's code chunk first
