@@ -67,23 +67,9 @@ def _suite_queries(copy: Path, suites_at: str = "tree") -> list[str]:
     from pycsamt_lsp.evals.suites import default_suite_paths, load_suites
 
     with tempfile.TemporaryDirectory(prefix="bench-query-suites-") as tmpd:
-        got = subprocess.run(
-            ["git", "archive", suites_at, "suites", "tests/suites"],
-            cwd=PROJECT,
-            capture_output=True,
+        paths = default_suite_paths(
+            None, _export(suites_at, Path(tmpd), "suites").parent
         )
-        if got.returncode:  # no tests/suites at that revision: suites alone
-            got = subprocess.run(
-                ["git", "archive", suites_at, "suites"],
-                cwd=PROJECT,
-                capture_output=True,
-                check=True,
-            )
-        tar = Path(tmpd) / "suites.tar"
-        tar.write_bytes(got.stdout)
-        with tarfile.open(tar) as tf:
-            tf.extractall(tmpd, filter="data")
-        paths = default_suite_paths(None, tmpd)
         own = [r["query"] for recs in load_suites(paths).values() for r in recs]
     return [q for _, q in ri.corpus_queries(copy)] + own
 
@@ -145,16 +131,17 @@ def measure(
         return out
 
 
-def _export(rev: str, into: Path) -> Path:
-    """``server/`` of *rev* unpacked under *into* (for ``PYTHONPATH``)."""
+def _export(rev: str, into: Path, part: str = "server") -> Path:
+    """The folder *part* of *rev* unpacked under *into* (``server/``: for
+    ``PYTHONPATH``; ``suites/``: the suites of that revision)."""
     blob = subprocess.run(
-        ["git", "archive", rev, "server"], cwd=PROJECT, capture_output=True, check=True
+        ["git", "archive", rev, part], cwd=PROJECT, capture_output=True, check=True
     ).stdout
-    tar = into / "server.tar"
+    tar = into / f"{part}.tar"
     tar.write_bytes(blob)
     with tarfile.open(tar) as tf:
         tf.extractall(into, filter="data")
-    return into / "server"
+    return into / part
 
 
 def _child(args: argparse.Namespace, server: Path | None, index_dir: Path) -> dict:

@@ -759,15 +759,15 @@ def _keep_one(
         if out is s:
             out = s.copy()
         lifted.append(j)
-        if len(lifted) == 1:
-            out[j] = kth * (1.0 + 1e-9)
-        else:  # the others' cut for m places, earlier lifts higher
+        m = len(lifted)
+        if m == 1:  # the others' cut is kth itself (j is below it)
+            cut = kth
+        else:  # the others' cut for m places
             rest = out.copy()
             rest[lifted] = -np.inf
-            m = len(lifted)
             cut = kth_largest(rest, KEEP_DEPTH - m + 1)
-            for r, x in enumerate(lifted):
-                out[x] = cut * (1.0 + 1e-9 * (m + 1 - r))
+        for r, x in enumerate(lifted):  # earlier lifts higher
+            out[x] = cut * (1.0 + 1e-9 * (m - r))
         kth = kth_largest(out, KEEP_DEPTH)
     return out
 
